@@ -1,0 +1,13 @@
+#pragma once
+/// @file
+/// Umbrella header: everything trellis offers.
+
+#include "trellis/error.hpp"
+#include "trellis/reactive/async_context.hpp"
+#include "trellis/reactive/cell.hpp"
+#include "trellis/reactive/computed.hpp"
+#include "trellis/reactive/context.hpp"
+#include "trellis/reactive/effect.hpp"
+#include "trellis/reactive/signal.hpp"
+#include "trellis/reactive/subscribe.hpp"
+#include "trellis/reactive/untracked.hpp"

@@ -1,0 +1,3 @@
+// Anchors the exception classes' vtables in the library.
+
+#include "trellis/error.hpp"
