@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages trellis builds, tests and benchmarks with. Installs nothing
+# when they are all present already, so it is safe (and quick) to run again.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build     # compiler and build
+  libboost-dev              # Boost.Signals2: subscribe() connections
+  libtbb-dev                # oneTBB: AsyncContext's executor
+  nlohmann-json3-dev        # JSON: persistence (later layers)
+  doctest-dev               # tests
+  libbenchmark-dev          # benchmarks
+  libsqlite3-dev            # SQLite store (later layers)
+  libssl-dev                # libcrypto hashing (later layers)
+  clang-format              # the style check in .ci/run
+)
+
+say() { printf '==> %s\n' "$*"; }
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  say "deps: all ${#packages[@]} Debian packages already installed"
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: missing ${missing[*]}, and there is no apt-get (trellis targets Debian 12)" >&2
+  exit 1
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+    echo "deps: missing ${missing[*]}; run as root (or install sudo)" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+apt_install() {
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+say "deps: installing ${missing[*]}"
+# Refresh the package lists first only when there are none or they lack a missing package;
+# otherwise try with the lists we have and refresh only if that fails (stale lists).
+need_update=0
+if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+  need_update=1
+else
+  for p in "${missing[@]}"; do
+    if ! apt-cache show "$p" >/dev/null 2>&1; then need_update=1; break; fi
+  done
+fi
+if [ $need_update -eq 1 ]; then
+  say "deps: apt-get update"
+  "${sudo[@]}" apt-get update
+  apt_install
+elif ! apt_install; then
+  say "deps: install failed with the current package lists; apt-get update and retry"
+  "${sudo[@]}" apt-get update
+  apt_install
+fi
+say "deps: done"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds trellis with its tests, examples and benchmarks in build/test and runs every test
+# (benchmarks are built, not run). TRELLIS_WARNINGS_AS_ERRORS=ON turns warnings into errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+jobs="${TRELLIS_JOBS:-2}"
+werror="${TRELLIS_WARNINGS_AS_ERRORS:-OFF}"
+
+step "dependencies"
+./scripts/deps.sh
+
+step "configure build/test (RelWithDebInfo; tests, examples, benchmarks on; warnings as errors: $werror)"
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRELLIS_BUILD_TESTS=ON -DTRELLIS_BUILD_EXAMPLES=ON -DTRELLIS_BUILD_BENCH=ON \
+  -DTRELLIS_WARNINGS_AS_ERRORS="$werror" -DTRELLIS_SANITIZE=
+
+step "build"
+cmake --build build/test -j "$jobs"
+
+step "run the tests"
+ctest --test-dir build/test --output-on-failure --no-tests=error -j "$jobs"
