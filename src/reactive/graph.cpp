@@ -233,17 +233,13 @@ void Graph::propagate_pending(Link* l, bool notify_watchers) {
   }
 }
 
-void Graph::shallow_propagate(Node* n) noexcept {
-  for (Link* l = n->subs; l != nullptr; l = l->next_sub) {
-    Node* s = l->sub;
-    if ((s->flags & (kPending | kDirty)) == kPending) s->flags |= kDirty;
-  }
-}
-
 // ---------------------------------------------------------------- pull
 
-bool Graph::evaluate(Node* n) {
-  if ((n->flags & kEvaluating) != 0) throw_cycle(n);
+// Hot: called once per re-evaluation. The rare endings (an exception, dependencies dropped, a
+// node that disposed itself) are out of line.
+inline bool Graph::evaluate(Node* n) {
+  if ((n->flags & kEvaluating) != 0) [[unlikely]]
+    throw_cycle(n);
   Node* const saved_sub = active_sub;
   Graph* const saved_graph = tl_graph;
   active_sub = n;
@@ -251,23 +247,37 @@ bool Graph::evaluate(Node* n) {
   ++n->version;
   n->deps_tail = nullptr;
   n->flags = (n->flags & ~(kDirty | kPending)) | kEvaluating;
-  bool changed = false;
+  bool changed;
   try {
     changed = n->update();
   } catch (...) {
-    active_sub = saved_sub;
-    tl_graph = saved_graph;
-    // Not cached: stays dirty, and keeps every dependency it had or gained, so that a write
-    // to any of them still reaches it.
-    n->flags = (n->flags & ~kEvaluating) | kDirty;
-    if ((n->flags & kDisposed) != 0) finish_dispose(n);
+    evaluate_failed(n, saved_sub, saved_graph);
     throw;
   }
   active_sub = saved_sub;
   tl_graph = saved_graph;
-  n->flags &= ~kEvaluating;
-  drop_deps_from(n, n->deps_tail != nullptr ? n->deps_tail->next_dep : n->deps);
-  drain_unwatched();
+  const std::uint32_t f = n->flags & ~kEvaluating;
+  n->flags = f;
+  Link* stale = n->deps_tail != nullptr ? n->deps_tail->next_dep : n->deps;
+  if (stale != nullptr || (f & kDisposed) != 0) [[unlikely]]
+    return evaluate_tail(n, stale, changed);
+  return changed;
+}
+
+void Graph::evaluate_failed(Node* n, Node* saved_sub, Graph* saved_graph) {
+  active_sub = saved_sub;
+  tl_graph = saved_graph;
+  // Not cached: stays dirty, and keeps every dependency it had or gained, so that a write to
+  // any of them still reaches it.
+  n->flags = (n->flags & ~kEvaluating) | kDirty;
+  if ((n->flags & kDisposed) != 0) finish_dispose(n);
+}
+
+bool Graph::evaluate_tail(Node* n, Link* stale, bool changed) {
+  if (stale != nullptr) {
+    drop_deps_from(n, stale);
+    drain_unwatched();
+  }
   if ((n->flags & kDisposed) != 0) {  // disposed itself while running
     finish_dispose(n);
     return false;
@@ -337,13 +347,15 @@ void Graph::count_run(Node* n, std::uint32_t epoch) noexcept {
     n->flush_stamp = epoch;
     n->flush_runs = 0;
   }
-  busiest_ = std::max(busiest_, ++n->flush_runs);
+  ++n->flush_runs;
 }
 
-void Graph::throw_budget(std::size_t runs) {
+void Graph::throw_budget(std::size_t runs, const Node* last) {
+  // The effect that overran the budget is the one that keeps being re-queued: report it.
+  const std::uint32_t busiest = last->flush_runs;
   throw budget_error("trellis: effect budget exceeded: " + std::to_string(runs) +
                      " effect runs without settling (budget " + std::to_string(effect_budget) +
-                     "); the busiest effect ran " + std::to_string(busiest_) +
+                     "); the busiest effect ran " + std::to_string(busiest) +
                      " times. An effect that writes what it reads loops; raise the budget with "
                      "set_effect_budget() if the work is legitimate");
 }
@@ -363,7 +375,6 @@ void Graph::abort_flush(std::size_t from) noexcept {
 void Graph::flush_queue() {
   flushing_ = true;
   ++flush_epoch_;
-  busiest_ = 0;
   std::size_t runs = 0;
   std::exception_ptr first;
   while (queue_head_ < queue_.size()) {
@@ -384,7 +395,7 @@ void Graph::flush_queue() {
         if (++runs > effect_budget) {
           count_run(n, flush_epoch_);
           abort_flush(queue_head_);
-          throw_budget(runs);
+          throw_budget(runs, n);
         }
         count_run(n, flush_epoch_);
         evaluate(n);
@@ -432,7 +443,7 @@ void Graph::run_scheduled(Node* n) {
     if (needs_run(n)) {
       if (++async_runs_ > effect_budget) {
         count_run(n, async_epoch_);
-        throw_budget(async_runs_);
+        throw_budget(async_runs_, n);
       }
       count_run(n, async_epoch_);
       evaluate(n);

@@ -70,7 +70,7 @@ struct Node {
   std::uint32_t flags;
   std::uint32_t version = 0;  // counts evaluations (dependency tracking)
   std::uint32_t flush_stamp = 0;
-  std::uint32_t flush_runs = 0;  // effect runs in the current flush (budget report)
+  std::uint32_t flush_runs = 0;        // effect runs in the current flush (budget report)
   std::atomic<std::uint32_t> refs{2};  // the graph's and the first handle's
 
   Node(Graph* g, std::uint32_t f) noexcept;
@@ -97,6 +97,30 @@ class EffectScheduler {
   virtual void schedule(Node* n) = 0;
 };
 
+/// The lock of a thread-safe graph. Re-entrant at no cost: a thread that already holds it (a
+/// callback reading its own context) passes straight through, without touching the mutex.
+class GraphMutex {
+ public:
+  /// Takes the lock; false if this thread already held it (then do not unlock).
+  bool lock() {
+    if (owner_.load(std::memory_order_relaxed) == &self_) return false;
+    m_.lock();
+    owner_.store(&self_, std::memory_order_relaxed);
+    return true;
+  }
+  void unlock() {
+    owner_.store(nullptr, std::memory_order_relaxed);
+    m_.unlock();
+  }
+
+ private:
+  // The address of a thread_local identifies the running thread; owner_ is cleared before
+  // every unlock, so it never holds the address of a thread that has ended.
+  static inline constinit thread_local char self_ = 0;
+  std::mutex m_;
+  std::atomic<const char*> owner_{nullptr};
+};
+
 /// Type-erased owner of a node's Boost.Signals2 hub (see subscribe.hpp).
 class HubBase {
  public:
@@ -119,7 +143,7 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   // Execution policy, set once by the owning context.
-  std::recursive_mutex* const mutex;
+  GraphMutex* const mutex;
   EffectScheduler* scheduler = nullptr;
 
   /// Whether nodes and the graph may be shared between threads (atomic reference counts).
@@ -198,7 +222,6 @@ class Graph {
   /// Async budget window: runs counted since the scheduler was last idle.
   void reset_async_window() noexcept {
     async_runs_ = 0;
-    busiest_ = 0;
     ++async_epoch_;
   }
 
@@ -223,7 +246,15 @@ class Graph {
   void refresh_slow(Node* n);
   bool check_dirty(Node* n);
   bool evaluate(Node* n);
-  void shallow_propagate(Node* n) noexcept;
+  void evaluate_failed(Node* n, Node* saved_sub, Graph* saved_graph);
+  bool evaluate_tail(Node* n, Link* stale, bool changed);
+  /// `n` changed while being pulled: its pending subscribers become dirty.
+  static void shallow_propagate(Node* n) noexcept {
+    for (Link* l = n->subs; l != nullptr; l = l->next_sub) {
+      Node* s = l->sub;
+      if ((s->flags & (kPending | kDirty)) == kPending) s->flags |= kDirty;
+    }
+  }
   void propagate(Link* subs, bool notify);
   void propagate_pending(Link* l, bool notify);
   void notify(Node* n) {
@@ -232,7 +263,7 @@ class Graph {
   }
   void flush_queue();
   void abort_flush(std::size_t from) noexcept;
-  [[noreturn]] void throw_budget(std::size_t runs);
+  [[noreturn]] void throw_budget(std::size_t runs, const Node* last);
   bool needs_run(Node* n);
   void count_run(Node* n, std::uint32_t epoch) noexcept;
   void finish_dispose(Node* n);
@@ -240,10 +271,9 @@ class Graph {
   void unlive(Node* n) noexcept;
   ~Graph() = default;
 
-  std::recursive_mutex mutex_storage_;
+  GraphMutex mutex_storage_;
   std::atomic<std::size_t> refs_{1};
   bool tearing_down_ = false;
-  std::uint32_t busiest_ = 0;
   std::uint32_t async_epoch_ = 1;
 
   std::vector<Node*> queue_;
@@ -286,9 +316,7 @@ inline void Node::release() noexcept {
 /// Takes the graph's lock if it has one (ThreadSafeContext, AsyncContext).
 class GraphLock {
  public:
-  explicit GraphLock(Graph* g) : m_(g->mutex) {
-    if (m_ != nullptr) m_->lock();
-  }
+  explicit GraphLock(Graph* g) : m_(g->mutex != nullptr && g->mutex->lock() ? g->mutex : nullptr) {}
   GraphLock(const GraphLock&) = delete;
   GraphLock& operator=(const GraphLock&) = delete;
   ~GraphLock() {
@@ -296,7 +324,7 @@ class GraphLock {
   }
 
  private:
-  std::recursive_mutex* m_;
+  GraphMutex* m_;
 };
 
 /// Suspends dependency tracking on this thread's innermost evaluation (see untracked()).

@@ -20,7 +20,9 @@ class NodeHandle {
  public:
   NodeHandle(adopt_t, N* n) noexcept : n_(n) {}
   NodeHandle(const NodeHandle& o) noexcept : n_(o.n_) { n_->retain(); }
-  NodeHandle(NodeHandle&& o) noexcept : n_(o.n_) { o.n_->retain(); }  // a moved-from handle stays valid
+  NodeHandle(NodeHandle&& o) noexcept : n_(o.n_) {
+    o.n_->retain();
+  }  // a moved-from handle stays valid
   NodeHandle& operator=(const NodeHandle& o) noexcept {
     o.n_->retain();
     n_->release();
