@@ -195,17 +195,6 @@ void Graph::drain_unwatched() noexcept {
 
 // ---------------------------------------------------------------- push
 
-void Graph::propagate(Link* l, bool notify_watchers) {
-  for (; l != nullptr; l = l->next_sub) {
-    Node* s = l->sub;
-    const std::uint32_t f = s->flags;
-    s->flags = f | kDirty;
-    if (notify_watchers && (f & (kWatching | kQueued | kDisposed)) == kWatching) notify(s);
-    if ((f & (kDirty | kPending)) == 0 && (f & kComputed) != 0 && s->subs != nullptr)
-      propagate_pending(s->subs, notify_watchers);
-  }
-}
-
 void Graph::propagate_pending(Link* l, bool notify_watchers) {
   const std::size_t base = stack_.size();
   for (;;) {
@@ -377,15 +366,17 @@ void Graph::flush_queue() {
   ++flush_epoch_;
   std::size_t runs = 0;
   std::exception_ptr first;
+  // With a scheduler (AsyncContext) effects are handed over and stay queued until they run.
+  const std::uint32_t handed_over = scheduler != nullptr ? kEffect : 0;
   while (queue_head_ < queue_.size()) {
     Node* n = queue_[queue_head_++];
-    if ((n->flags & kDisposed) != 0) {
-      n->flags &= ~kQueued;
-      n->release();
-      continue;
-    }
-    if ((n->flags & kEffect) != 0 && scheduler != nullptr) {
-      scheduler->schedule(n);  // stays queued until it runs
+    if ((n->flags & (kDisposed | handed_over)) != 0) [[unlikely]] {
+      if ((n->flags & kDisposed) != 0) {
+        n->flags &= ~kQueued;
+        n->release();
+      } else {
+        scheduler->schedule(n);
+      }
       continue;
     }
     n->flags &= ~kQueued;

@@ -255,7 +255,17 @@ class Graph {
       if ((s->flags & (kPending | kDirty)) == kPending) s->flags |= kDirty;
     }
   }
-  void propagate(Link* subs, bool notify);
+  /// A source changed: its direct subscribers become dirty, everything further down pending.
+  void propagate(Link* l, bool notify_watchers) {
+    for (; l != nullptr; l = l->next_sub) {
+      Node* s = l->sub;
+      const std::uint32_t f = s->flags;
+      s->flags = f | kDirty;
+      if (notify_watchers && (f & (kWatching | kQueued | kDisposed)) == kWatching) notify(s);
+      if ((f & (kDirty | kPending)) == 0 && (f & kComputed) != 0 && s->subs != nullptr)
+        propagate_pending(s->subs, notify_watchers);
+    }
+  }
   void propagate_pending(Link* l, bool notify);
   void notify(Node* n) {
     n->flags |= kQueued;
