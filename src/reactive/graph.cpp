@@ -367,7 +367,7 @@ void Graph::flush_queue() {
   std::size_t runs = 0;
   std::exception_ptr first;
   // With a scheduler (AsyncContext) effects are handed over and stay queued until they run.
-  const std::uint32_t handed_over = scheduler != nullptr ? kEffect : 0;
+  const std::uint32_t handed_over = scheduler != nullptr ? std::uint32_t{kEffect} : 0u;
   while (queue_head_ < queue_.size()) {
     Node* n = queue_[queue_head_++];
     if ((n->flags & (kDisposed | handed_over)) != 0) [[unlikely]] {
@@ -406,8 +406,10 @@ void Graph::flush_queue() {
 }
 
 void Graph::end_batch_after_throw() noexcept {
+  --user_batches_;
+  if (--batch_depth != 0) return;
   try {
-    end_batch();
+    flush();
   } catch (...) {  // the body's exception is the one the caller sees
   }
 }
@@ -429,6 +431,7 @@ void Graph::run_scheduled(Node* n) {
     n->release();
     return;
   }
+  // The run's own writes flush once, after it (like a batch, but not a user batch).
   ++batch_depth;
   try {
     if (needs_run(n)) {
@@ -440,10 +443,15 @@ void Graph::run_scheduled(Node* n) {
       evaluate(n);
     }
   } catch (...) {
-    end_batch_after_throw();
+    if (--batch_depth == 0) {
+      try {
+        flush();
+      } catch (...) {  // the run's own error is the one reported
+      }
+    }
     throw;
   }
-  end_batch();
+  if (--batch_depth == 0) flush();
 }
 
 // ---------------------------------------------------------------- dispose

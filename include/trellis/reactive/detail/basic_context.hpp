@@ -115,7 +115,7 @@ class BasicContext {
                   "trellis: ctx.batch(f) needs a callable taking no arguments");
     Graph* g = graph_;
     GraphLock lock(g);
-    ++g->batch_depth;
+    g->begin_batch();
     using R = std::invoke_result_t<F&&>;
     if constexpr (std::is_void_v<R>) {
       try {
@@ -153,6 +153,9 @@ class BasicContext {
     GraphLock lock(graph_);
     return graph_->live_nodes();
   }
+
+  /// The graph behind this context (for the layers built on it).
+  friend Graph* graph_of(const BasicContext& c) noexcept { return c.graph_; }
 
  protected:
   explicit BasicContext(bool thread_safe) : graph_(new Graph(thread_safe)) {}

@@ -169,6 +169,7 @@ class Graph {
 
   Node* active_sub = nullptr;  // the evaluation that reads are tracked into
   int batch_depth = 0;
+  std::uint64_t batch_seq = 0;  // counts outermost user batches (observers collapse per batch)
   std::size_t effect_budget = 1'000'000;
 
   /// Makes `n` live in this graph (the graph holds one reference).
@@ -208,8 +209,16 @@ class Graph {
     if (queue_head_ < queue_.size() && !flushing_) flush_queue();
   }
 
-  /// Ends a batch opened with ++batch_depth; flushes at the outermost exit.
+  /// Opens a user batch (ctx.batch), or a nested one.
+  void begin_batch() noexcept {
+    if (user_batches_++ == 0) ++batch_seq;
+    ++batch_depth;
+  }
+  /// The outermost user batch open now, or 0 outside any.
+  std::uint64_t current_batch() const noexcept { return user_batches_ > 0 ? batch_seq : 0; }
+  /// Ends a batch opened with begin_batch(); flushes at the outermost exit.
   void end_batch() {
+    --user_batches_;
     if (--batch_depth == 0) flush();
   }
   /// Same, for a batch whose body threw: flush errors are dropped so the body's error wins.
@@ -286,6 +295,7 @@ class Graph {
   bool tearing_down_ = false;
   std::uint32_t async_epoch_ = 1;
 
+  int user_batches_ = 0;
   std::vector<Node*> queue_;
   std::size_t queue_head_ = 0;
   bool flushing_ = false;

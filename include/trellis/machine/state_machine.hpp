@@ -1,0 +1,145 @@
+#pragma once
+/// @file
+/// State machines over the signal graph: the state lives in a cell, a pure transition function
+/// `std::optional<S>(const S&, const E&)` decides every event (nullopt rejects it), and
+/// observers see committed transitions.
+///
+/// Three runners, one implementation; they differ only in the context, which is the execution
+/// policy:
+/// - `StateMachine<S, E>` on a `Context`: single-threaded; observers run inside `send()`,
+///   before it returns.
+/// - `ThreadSafeStateMachine<S, E>` on a `ThreadSafeContext`: `send()` may be called from any
+///   thread and is atomic (read, decide, write under the context's lock: no update is ever
+///   lost). Observers run on the thread whose `send()` committed the transition, under that
+///   lock, before that `send()` returns: observers of one machine never overlap and see
+///   transitions in commit order. An observer may call `send()` on its own machine: that call
+///   returns once its transition is committed, and its observers run after the current
+///   observer returns. S and E are copied between threads.
+/// - `AsyncStateMachine<S, E>` on an `AsyncContext`: `send()` and `state()` are synchronous;
+///   observers run later on the context's oneTBB executor, one at a time per machine, each
+///   committed transition in commit order; `drain()` waits for them. S and E are copied
+///   between threads.
+///
+/// Inside `ctx.batch(...)`, the transitions of the batch reach observers as one (first from,
+/// last to), and not at all if the batch ends where it started.
+
+#include <boost/signals2/signal.hpp>
+
+#include <concepts>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "trellis/machine/detail/machine_core.hpp"
+#include "trellis/machine/send_result.hpp"
+#include "trellis/machine/subscription.hpp"
+#include "trellis/reactive/async_context.hpp"
+#include "trellis/reactive/cell_view.hpp"
+#include "trellis/reactive/context.hpp"
+#include "trellis/reactive/signal.hpp"
+
+namespace trellis {
+
+/// A state machine on the reactive context `Ctx` (see the aliases below).
+template <class S, class E, class Ctx>
+class BasicStateMachine {
+  static_assert(std::equality_comparable<S> && std::copy_constructible<S>,
+                "trellis: a machine's state type needs == and a copy constructor");
+  static_assert(std::copy_constructible<E>, "trellis: a machine's event type must be copyable");
+
+ public:
+  using state_type = S;
+  using event_type = E;
+  using context_type = Ctx;
+  using TransitionSignal = boost::signals2::signal<void(const S&, const S&)>;
+
+  /// A machine in state `initial`, deciding events with `step(state, event)`, any callable
+  /// returning something convertible to std::optional<S>.
+  template <class F>
+  BasicStateMachine(Ctx& ctx, S initial, F step) : ctx_(&ctx) {
+    static_assert(std::is_invocable_v<F&, const S&, const E&>,
+                  "trellis: the transition function must be callable as step(const S&, const E&)");
+    static_assert(
+        std::is_convertible_v<std::invoke_result_t<F&, const S&, const E&>, std::optional<S>>,
+        "trellis: the transition function must return std::optional<S> (nullopt rejects)");
+    core_ = std::make_shared<detail::MachineCore<S, E>>(
+        graph_of(ctx), ctx.cell(std::move(initial)),
+        [f = std::move(step)](const S& s, const E& e) -> std::optional<S> { return f(s, e); });
+  }
+
+  /// Decides `e` and commits the new state; observers run as the class comment says.
+  SendResult send(const E& e) { return core_->send(e); }
+
+  /// The current state (a copy); tracked when read inside a computed, signal or effect.
+  S state() const { return core_->cell().get(); }
+
+  /// A read-only handle on the state, for computeds and effects.
+  CellView<S> state_cell() const { return CellView<S>(core_->cell()); }
+
+  /// An eager Signal<bool>: true exactly while the machine is in `s`, fresh when send() returns.
+  Signal<bool> state_is(S s) const {
+    return ctx_->signal([cell = core_->cell(), s = std::move(s)] { return cell.get() == s; });
+  }
+
+  /// Calls `f(from, to)` for each committed transition (not at registration, not for a
+  /// rejected or unchanged event). Stops when the returned handle is dropped.
+  template <class F>
+  [[nodiscard]] Subscription on_transition(F f) {
+    static_assert(std::is_invocable_v<F&, const S&, const S&>,
+                  "trellis: on_transition(f) needs f(const S& from, const S& to)");
+    return observe([f = std::move(f)](const S& from, const S& to) mutable { f(from, to); });
+  }
+
+  /// Calls `f()` each time the machine enters `s`.
+  template <class F>
+  [[nodiscard]] Subscription on_enter(S s, F f) {
+    static_assert(std::is_invocable_v<F&>, "trellis: on_enter(s, f) needs f()");
+    return observe([s = std::move(s), f = std::move(f)](const S&, const S& to) mutable {
+      if (to == s) f();
+    });
+  }
+
+  /// Calls `f()` each time the machine leaves `s`.
+  template <class F>
+  [[nodiscard]] Subscription on_exit(S s, F f) {
+    static_assert(std::is_invocable_v<F&>, "trellis: on_exit(s, f) needs f()");
+    return observe([s = std::move(s), f = std::move(f)](const S& from, const S&) mutable {
+      if (from == s) f();
+    });
+  }
+
+  /// The committed transitions as a Boost.Signals2 signal of (from, to), for users who want
+  /// its connection semantics. Created on first use: a machine that never calls this pays
+  /// nothing for it.
+  TransitionSignal& transitions() { return core_->transitions(); }
+
+  /// Returns when every observer run scheduled so far has finished (AsyncStateMachine).
+  void drain() requires std::derived_from<Ctx, AsyncContext> { ctx_->drain(); }
+
+  Ctx& context() const noexcept { return *ctx_; }
+
+ private:
+  Subscription observe(typename detail::MachineCore<S, E>::Observer f) {
+    const std::uint64_t id = core_->add_observer(std::move(f));
+    return Subscription([weak = std::weak_ptr(core_), id] {
+      if (auto core = weak.lock()) core->remove_observer(id);
+    });
+  }
+
+  Ctx* ctx_;
+  std::shared_ptr<detail::MachineCore<S, E>> core_;
+};
+
+/// A single-threaded machine on a Context.
+template <class S, class E>
+using StateMachine = BasicStateMachine<S, E, Context>;
+/// A machine shared by threads, on a ThreadSafeContext.
+template <class S, class E>
+using ThreadSafeStateMachine = BasicStateMachine<S, E, ThreadSafeContext>;
+/// A machine whose observers run on an AsyncContext's executor.
+template <class S, class E>
+using AsyncStateMachine = BasicStateMachine<S, E, AsyncContext>;
+
+}  // namespace trellis
