@@ -421,8 +421,15 @@ void Graph::start_watcher(Node* n) {
     return;
   }
   if ((n->flags & kEffect) != 0) count_run(n, flush_epoch_);
-  evaluate(n);
-  if (batch_depth == 0) flush();  // the first run may have written cells
+  // Writes made by the first run are queued, not re-entered: flush once it has returned.
+  ++batch_depth;
+  try {
+    evaluate(n);
+  } catch (...) {
+    --batch_depth;
+    throw;
+  }
+  if (--batch_depth == 0) flush();
 }
 
 void Graph::run_scheduled(Node* n) {

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// Must not compile: computed() takes a callable, not a value; the diagnostic must say so.
+#include <trellis/trellis.hpp>
+
+int main() {
+  trellis::Context ctx;
+  auto c = ctx.computed(42);
+  (void)c;
+}

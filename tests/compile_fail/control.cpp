@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+// Must compile: the correct counterpart of the failing cases, so that a failure there is
+// known to come from the misuse and not from the headers or the command line.
+#include <trellis/trellis.hpp>
+
+int main() {
+  trellis::Context ctx;
+  auto a = ctx.cell(1);
+  auto c = ctx.computed([&] { return a.get() * 2; });
+  a.set(3);
+  return c.get() == 6 ? 0 : 1;
+}

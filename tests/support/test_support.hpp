@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Shared test doubles for the reactive suites: the context lists every behavioural suite
+/// runs over, `settle()` (the one place where the asynchronous context differs from the
+/// synchronous ones), thread-safe counters and logs (AsyncContext runs effects on TBB
+/// worker threads), and `scale()` to shorten randomized or stress loops under sanitizers.
+#pragma once
+
+#include <trellis/trellis.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// Every behavioural suite runs over these; the synchronous list is for behaviours whose
+// promise is "before set()/batch() returns", which AsyncContext does not make.
+#define TRELLIS_ALL_CONTEXTS trellis::Context, trellis::ThreadSafeContext, trellis::AsyncContext
+#define TRELLIS_SYNC_CONTEXTS trellis::Context, trellis::ThreadSafeContext
+
+TYPE_TO_STRING(trellis::Context);
+TYPE_TO_STRING(trellis::ThreadSafeContext);
+TYPE_TO_STRING(trellis::AsyncContext);
+
+namespace trellis_test {
+
+template <class Ctx>
+inline constexpr bool is_async_v = std::is_base_of_v<trellis::AsyncContext, Ctx>;
+
+/// Waits until the effects caused so far have run: a no-op where effects are synchronous.
+template <class Ctx>
+void settle(Ctx& ctx) {
+  if constexpr (is_async_v<Ctx>) {
+    ctx.drain();
+  }
+}
+
+/// Factor from TRELLIS_TEST_SCALE (default 1.0) for loop lengths; sanitizer jobs set it lower.
+inline double scale() {
+  static const double factor = [] {
+    const char* text = std::getenv("TRELLIS_TEST_SCALE");
+    if (text == nullptr || *text == '\0') {
+      return 1.0;
+    }
+    char* end = nullptr;
+    const double parsed = std::strtod(text, &end);
+    return (end != text && parsed > 0.0) ? parsed : 1.0;
+  }();
+  return factor;
+}
+
+/// `n` scaled by `scale()`, never below `floor`.
+inline int scaled(int n, int floor = 1) { return std::max(floor, static_cast<int>(n * scale())); }
+
+/// A run counter that effects on worker threads may bump.
+class Counter {
+ public:
+  void bump() noexcept { n_.fetch_add(1, std::memory_order_relaxed); }
+  int value() const noexcept { return n_.load(std::memory_order_relaxed); }
+  void reset() noexcept { n_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int> n_{0};
+};
+
+/// An append-only log of values, safe to append to from effect threads.
+template <class T>
+class Log {
+ public:
+  void push(T v) {
+    std::lock_guard lock(mutex_);
+    items_.push_back(std::move(v));
+  }
+  std::vector<T> items() const {
+    std::lock_guard lock(mutex_);
+    return items_;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return items_.size();
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    items_.clear();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<T> items_;
+};
+
+/// An exception type of the tests' own, to check that the original exception is rethrown.
+struct test_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A wall-clock budget for stress loops, so that a slow (sanitized) build ends them early
+/// instead of timing out; the loops still assert their invariants on what they did.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::milliseconds budget)
+      : end_(std::chrono::steady_clock::now() + budget) {}
+  bool passed() const { return std::chrono::steady_clock::now() >= end_; }
+
+ private:
+  std::chrono::steady_clock::time_point end_;
+};
+
+}  // namespace trellis_test
