@@ -208,7 +208,7 @@ void Graph::propagate_pending(Link* l, bool notify_watchers) {
     if (notify_watchers && (f & (kWatching | kQueued | kDisposed)) == kWatching) notify(s);
     Link* next = l->next_sub;
     if (down != nullptr) {
-      if (next != nullptr) stack_.push_back(next);
+      if (next != nullptr) stack_.push(next);
       l = down;
       continue;
     }
@@ -217,8 +217,7 @@ void Graph::propagate_pending(Link* l, bool notify_watchers) {
       continue;
     }
     if (stack_.size() == base) return;
-    l = stack_.back();
-    stack_.pop_back();
+    l = stack_.pop();
   }
 }
 
@@ -276,12 +275,15 @@ bool Graph::evaluate_tail(Node* n, Link* stale, bool changed) {
 
 bool Graph::check_dirty(Node* n) {
   const std::size_t base = stack_.size();
-  struct Restore {
-    std::vector<Link*>& stack;
-    std::size_t base;
-    ~Restore() { stack.resize(base); }
-  } restore{stack_, base};
+  try {
+    return check_dirty_from(n, base);
+  } catch (...) {
+    stack_.truncate(base);
+    throw;
+  }
+}
 
+bool Graph::check_dirty_from(Node* n, std::size_t base) {
   Link* l = n->deps;
   for (;;) {
     bool dirty = (n->flags & kDirty) != 0;
@@ -293,7 +295,7 @@ bool Graph::check_dirty(Node* n) {
         dirty = (n->flags & kDirty) != 0;
         if (!dirty) l = l->next_dep;
       } else if ((df & (kPending | kEvaluating)) == kPending) {
-        stack_.push_back(l);  // resume n at l's successor once d is settled
+        stack_.push(l);  // resume n at l's successor once d is settled
         n = d;
         l = d->deps;
       } else {
@@ -302,8 +304,7 @@ bool Graph::check_dirty(Node* n) {
     }
     if (!dirty) n->flags &= ~kPending;
     if (stack_.size() == base) return dirty;
-    Link* up = stack_.back();
-    stack_.pop_back();
+    Link* up = stack_.pop();
     Node* parent = up->sub;
     Link* next = up->next_dep;
     if (dirty && evaluate(n)) shallow_propagate(n);  // marks parent dirty if n changed
@@ -324,14 +325,14 @@ void Graph::refresh_slow(Node* n) {
 
 // ---------------------------------------------------------------- flush
 
-bool Graph::needs_run(Node* n) {
+inline bool Graph::needs_run(Node* n) {
   const std::uint32_t f = n->flags;
   if ((f & kDirty) != 0) return true;
   if ((f & kPending) != 0) return check_dirty(n);
   return false;
 }
 
-void Graph::count_run(Node* n, std::uint32_t epoch) noexcept {
+inline void Graph::count_run(Node* n, std::uint32_t epoch) noexcept {
   if (n->flush_stamp != epoch) {
     n->flush_stamp = epoch;
     n->flush_runs = 0;

@@ -23,11 +23,10 @@ class Cell {
   T get() const {
     detail::CellNode<T>* n = h_.node();
     detail::Graph* g = n->graph;
-    if (g->mutex != nullptr) [[unlikely]] {
-      detail::GraphLock lock(g);
-      return read_locked(g, n);
-    }
-    return read_locked(g, n);
+    if (g->mutex != nullptr || (n->flags & detail::kDisposed) != 0) [[unlikely]]
+      return get_slow(g, n);
+    if (g->active_sub != nullptr) g->track(n);
+    return n->value;
   }
 
   /// Calls `f(const T&)` on the current value without copying it (tracked like get()); in a
@@ -80,7 +79,10 @@ class Cell {
     if (g->active_sub != nullptr) g->track(n);
     return n->value;
   }
-  static T read_locked(detail::Graph* g, detail::CellNode<T>* n) { return read_ref(g, n); }
+  [[gnu::noinline]] static T get_slow(detail::Graph* g, detail::CellNode<T>* n) {
+    detail::GraphLock lock(g);
+    return read_ref(g, n);
+  }
 
   detail::NodeHandle<detail::CellNode<T>> h_;
 };

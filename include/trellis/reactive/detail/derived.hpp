@@ -21,11 +21,11 @@ class DerivedHandle {
   T get() const {
     ValueNode<T>* n = h_.node();
     Graph* g = n->graph;
-    if (g->mutex != nullptr) [[unlikely]] {
-      GraphLock lock(g);
-      return fresh(g, n);
-    }
-    return fresh(g, n);
+    if (g->mutex != nullptr || (n->flags & (kDirty | kPending | kEvaluating | kDisposed)) != 0)
+        [[unlikely]]
+      return get_slow(g, n);
+    if (g->active_sub != nullptr) g->track(n);
+    return *n->value;
   }
 
   /// Calls `f(const T&)` on the up-to-date value without copying it (tracked like get()).
@@ -47,6 +47,10 @@ class DerivedHandle {
   ValueNode<T>* node() const noexcept { return h_.node(); }
 
  private:
+  [[gnu::noinline]] static T get_slow(Graph* g, ValueNode<T>* n) {
+    GraphLock lock(g);
+    return fresh(g, n);
+  }
   static const T& fresh(Graph* g, ValueNode<T>* n) {
     g->refresh(n);
     if (g->active_sub != nullptr) g->track(n);

@@ -57,6 +57,39 @@ struct Link {
   std::uint32_t version;  // the sub's evaluation in which this link was last confirmed
 };
 
+/// The explicit stack of the graph walks: a bare growable array (push and pop are the inner
+/// loop of every walk, so no per-operation bookkeeping beyond a capacity check).
+class LinkStack {
+ public:
+  LinkStack() = default;
+  LinkStack(const LinkStack&) = delete;
+  LinkStack& operator=(const LinkStack&) = delete;
+  ~LinkStack() { delete[] data_; }
+
+  std::size_t size() const noexcept { return size_; }
+  void push(Link* l) {
+    if (size_ == cap_) [[unlikely]]
+      grow();
+    data_[size_++] = l;
+  }
+  Link* pop() noexcept { return data_[--size_]; }
+  void truncate(std::size_t n) noexcept { size_ = n; }
+
+ private:
+  void grow() {
+    const std::size_t cap = cap_ == 0 ? 64 : cap_ * 2;
+    Link** data = new Link*[cap];
+    for (std::size_t i = 0; i < size_; ++i) data[i] = data_[i];
+    delete[] data_;
+    data_ = data;
+    cap_ = cap;
+  }
+
+  Link** data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t cap_ = 0;
+};
+
 /// A vertex of the graph. Lifetime: one reference is held by the graph while the node is live,
 /// one by each handle; the last release deletes it.
 struct Node {
@@ -254,6 +287,7 @@ class Graph {
 
   void refresh_slow(Node* n);
   bool check_dirty(Node* n);
+  bool check_dirty_from(Node* n, std::size_t base);
   bool evaluate(Node* n);
   void evaluate_failed(Node* n, Node* saved_sub, Graph* saved_graph);
   bool evaluate_tail(Node* n, Link* stale, bool changed);
@@ -302,7 +336,7 @@ class Graph {
   std::uint32_t flush_epoch_ = 1;
   std::size_t async_runs_ = 0;
 
-  std::vector<Link*> stack_;      // explicit stack of the walks
+  LinkStack stack_;               // explicit stack of the walks
   std::vector<Node*> unwatched_;  // computeds that lost their last subscriber
 
   Link* free_links_ = nullptr;

@@ -1,0 +1,185 @@
+#pragma once
+/// @file
+/// Diagrams of a machine: Mermaid (`stateDiagram-v2`) and Graphviz DOT, drawn from a
+/// `TransitionTable` (what was declared, guards shown as `[name]` on the edge) or from a
+/// `TransitionMatrix` (what any transition function actually does). States and events are
+/// named by their enumerations, and the output is deterministic, so a diagram can itself be a
+/// golden file.
+///
+/// ```cpp
+/// std::cout << trellis::to_mermaid(table, Light::Red);  // Light::Red marked as the initial state
+/// std::ofstream("light.dot") << trellis::to_dot(trellis::testing::transition_matrix(step));
+/// ```
+///
+/// Edges are listed by source state, then event, in enumeration order; the events that lead
+/// from one state to the same target share one edge, labelled "Advance, Skip". From a table,
+/// a row hidden by an earlier unguarded row for the same state and event (the first match
+/// wins) is not drawn, so an unguarded table draws exactly the diagram of its matrix.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "trellis/machine/enumeration.hpp"
+#include "trellis/machine/transition_matrix.hpp"
+#include "trellis/machine/transition_table.hpp"
+
+namespace trellis::detail {
+
+// A drawn edge between enumeration indices, with the labels of every event it stands for.
+struct DiagramEdge {
+  std::size_t from;
+  std::size_t to;
+  std::string label;
+};
+
+inline void add_edge(std::vector<DiagramEdge>& edges, std::size_t from, std::size_t to,
+                     std::string_view label) {
+  for (DiagramEdge& edge : edges) {
+    if (edge.from == from && edge.to == to) {
+      edge.label += ", ";
+      edge.label += label;
+      return;
+    }
+  }
+  edges.push_back({from, to, std::string(label)});
+}
+
+template <class S, class E>
+std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E>& table) {
+  static_assert(Enumerated<S> && Enumerated<E>,
+                "to_mermaid/to_dot: S and E need enumerations to be drawn; declare "
+                "TRELLIS_ENUM(S, ...) and TRELLIS_ENUM(E, ...) next to them");
+  // A row naming a value its enumeration does not list would silently vanish from the
+  // drawing; the enumeration is incomplete, and that is worth an error.
+  for (const auto& row : table.rows()) {
+    listed_index(row.event);
+    for (const S& s : row.from) listed_index(s);
+    if (row.to) listed_index(*row.to);
+  }
+  std::vector<DiagramEdge> edges;
+  for (const S& s : enumeration<S>::values) {
+    for (const E& e : enumeration<E>::values) {
+      for (const auto& row : table.rows()) {
+        if (!(row.event == e) || !row.covers(s)) continue;
+        std::string label(enumeration<E>::name(e));
+        if (row.has_guard()) label += " [" + row.guard_name + "]";
+        add_edge(edges, listed_index(s), listed_index(row.target(s)), label);
+        if (!row.has_guard()) break;  // later rows for (s, e) are never reached
+      }
+    }
+  }
+  return edges;
+}
+
+template <class S, class E>
+std::vector<DiagramEdge> diagram_edges(const testing::TransitionMatrix<S, E>& matrix) {
+  std::vector<DiagramEdge> edges;
+  for (const S& s : enumeration<S>::values) {
+    for (const E& e : enumeration<E>::values) {
+      if (const auto& to = matrix.at(s, e)) {
+        add_edge(edges, listed_index(s), listed_index(*to), enumeration<E>::name(e));
+      }
+    }
+  }
+  return edges;
+}
+
+// Mermaid ends a statement at ';' and starts a comment at '%%'; its entity codes keep a
+// guard name such as "retries < 3; no budget" intact.
+inline std::string mermaid_label(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == ';') {
+      out += "#59;";
+    } else if (c == '#') {
+      out += "#35;";
+    } else if (c == '%') {
+      out += "#37;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+inline std::string dot_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <class S>
+std::string render_mermaid(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial) {
+  using SE = enumeration<S>;
+  std::string out = "stateDiagram-v2\n";
+  // States without edges would otherwise not appear at all.
+  for (std::size_t i = 0; i < SE::size; ++i) {
+    bool linked = initial && listed_index(*initial) == i;
+    for (const DiagramEdge& edge : edges) linked = linked || edge.from == i || edge.to == i;
+    if (!linked) out += "    " + std::string(SE::names[i]) + "\n";
+  }
+  if (initial) out += "    [*] --> " + std::string(SE::name(*initial)) + "\n";
+  for (const DiagramEdge& edge : edges) {
+    out += "    " + std::string(SE::names[edge.from]) + " --> " + std::string(SE::names[edge.to]) +
+           " : " + mermaid_label(edge.label) + "\n";
+  }
+  return out;
+}
+
+template <class S>
+std::string render_dot(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial) {
+  using SE = enumeration<S>;
+  std::string out = "digraph " + dot_quoted(SE::type_name) + " {\n";
+  out += "  rankdir=LR;\n";
+  out += "  node [shape=box, style=rounded];\n";
+  if (initial) out += "  __initial [shape=point, label=\"\"];\n";
+  for (const std::string_view name : SE::names) out += "  " + dot_quoted(name) + ";\n";
+  if (initial) out += "  __initial -> " + dot_quoted(SE::name(*initial)) + ";\n";
+  for (const DiagramEdge& edge : edges) {
+    out += "  " + dot_quoted(SE::names[edge.from]) + " -> " + dot_quoted(SE::names[edge.to]) +
+           " [label=" + dot_quoted(edge.label) + "];\n";
+  }
+  return out + "}\n";
+}
+
+}  // namespace trellis::detail
+
+namespace trellis {
+
+/// A Mermaid `stateDiagram-v2` of the declared rows; `initial`, when given, gets the `[*]`
+/// arrow.
+template <class S, class E>
+std::string to_mermaid(const TransitionTable<S, E>& table,
+                       const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
+  return detail::render_mermaid<S>(detail::diagram_edges(table), initial);
+}
+
+/// A Mermaid `stateDiagram-v2` of every accepted (state, event) pair of the matrix.
+template <class S, class E>
+std::string to_mermaid(const testing::TransitionMatrix<S, E>& matrix,
+                       const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
+  return detail::render_mermaid<S>(detail::diagram_edges(matrix), initial);
+}
+
+/// A Graphviz DOT digraph of the declared rows; `initial`, when given, gets an entry arrow.
+template <class S, class E>
+std::string to_dot(const TransitionTable<S, E>& table,
+                   const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
+  return detail::render_dot<S>(detail::diagram_edges(table), initial);
+}
+
+/// A Graphviz DOT digraph of every accepted (state, event) pair of the matrix.
+template <class S, class E>
+std::string to_dot(const testing::TransitionMatrix<S, E>& matrix,
+                   const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
+  return detail::render_dot<S>(detail::diagram_edges(matrix), initial);
+}
+
+}  // namespace trellis

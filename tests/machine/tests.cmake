@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: MIT
+# The pure machine layer: enumerations, transition tables, exhaustive testing and diagrams.
+# Included from tests/CMakeLists.txt (after trellis_doctest_main is defined).
+find_package(nlohmann_json 3 REQUIRED CONFIG)
+
+add_executable(trellis_machine_tests
+  ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp)
+target_link_libraries(trellis_machine_tests PRIVATE trellis::trellis nlohmann_json::nlohmann_json
+                                                    trellis_doctest_main)
+target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support)
+# Golden files are read from the source tree (where TRELLIS_UPDATE_GOLDEN=1 rewrites them),
+# whatever the build or working directory.
+target_compile_definitions(trellis_machine_tests PRIVATE
+  TRELLIS_MACHINE_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
+if(COMMAND trellis_set_warnings)
+  trellis_set_warnings(trellis_machine_tests)
+endif()
+add_test(NAME trellis_machine_tests COMMAND trellis_machine_tests)
+set_tests_properties(trellis_machine_tests PROPERTIES LABELS "machine" TIMEOUT 120)
+
+# Misuse of the machine layer fails to compile with a message that suggests the fix.
+set(trellis_machine_compile_fail_cases
+    "enum_listed_twice|list each value once"
+    "matrix_not_enumerated|declare TRELLIS_ENUM"
+    "guard_not_predicate|a guard must be callable"
+    "control|")
+foreach(case IN LISTS trellis_machine_compile_fail_cases)
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 case_name)
+  list(LENGTH parts part_count)
+  set(expect "")
+  if(part_count GREATER 1)
+    list(GET parts 1 expect)
+  endif()
+  add_test(NAME trellis_machine_compile_fail.${case_name}
+           COMMAND ${CMAKE_COMMAND}
+                   -DCOMPILER=${CMAKE_CXX_COMPILER}
+                   -DSOURCE=${CMAKE_CURRENT_LIST_DIR}/compile_fail/${case_name}.cpp
+                   "-DINCLUDE_DIRS=${CMAKE_CURRENT_LIST_DIR}/../../include"
+                   "-DEXPECT=${expect}"
+                   -P ${CMAKE_CURRENT_LIST_DIR}/../compile_fail/check.cmake)
+  set_tests_properties(trellis_machine_compile_fail.${case_name} PROPERTIES
+                       LABELS "compile_fail" TIMEOUT 120)
+endforeach()
