@@ -64,9 +64,11 @@ class BasicStateMachine {
     static_assert(
         std::is_convertible_v<std::invoke_result_t<F&, const S&, const E&>, std::optional<S>>,
         "trellis: the transition function must return std::optional<S> (nullopt rejects)");
-    core_ = std::make_shared<detail::MachineCore<S, E>>(
-        graph_of(ctx), ctx.cell(std::move(initial)),
-        [f = std::move(step)](const S& s, const E& e) -> std::optional<S> { return f(s, e); });
+    auto adapted = [f = std::move(step)](const S& s, const E& e) mutable -> std::optional<S> {
+      return f(s, e);
+    };
+    core_ = std::make_shared<detail::MachineCoreFor<S, E, decltype(adapted)>>(
+        graph_of(ctx), ctx.cell(std::move(initial)), std::move(adapted));
   }
 
   /// Decides `e` and commits the new state; observers run as the class comment says.

@@ -27,15 +27,13 @@ namespace trellis::detail {
 template <class S, class E>
 class MachineCore {
  public:
-  using Step = std::function<std::optional<S>(const S&, const E&)>;
   using Observer = std::function<void(const S&, const S&)>;
   using TransitionSignal = boost::signals2::signal<void(const S&, const S&)>;
 
-  MachineCore(Graph* g, Cell<S> cell, Step step)
-      : g_(g), cell_(std::move(cell)), step_(std::move(step)) {}
+  MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)) {}
   MachineCore(const MachineCore&) = delete;
   MachineCore& operator=(const MachineCore&) = delete;
-  ~MachineCore() {
+  virtual ~MachineCore() {
     GraphLock lock(g_);
     dispatcher_ = Effect{};
     cell_.dispose();
@@ -43,19 +41,8 @@ class MachineCore {
 
   const Cell<S>& cell() const noexcept { return cell_; }
 
-  SendResult send(const E& e) {
-    GraphLock lock(g_);
-    CellNode<S>* n = cell_.node();
-    if ((n->flags & kDisposed) != 0) [[unlikely]]
-      throw_disposed(n);
-    std::optional<S> next = step_(std::as_const(n->value), e);
-    if (!next) return SendResult::Rejected;
-    if (same_value(*next, n->value)) return SendResult::Unchanged;
-    if (watched_) log_.push_back(Entry{n->value, *next, g_->current_batch()});
-    n->value = std::move(*next);
-    g_->written(n);  // observers run here (or are scheduled), after the commit
-    return SendResult::Transitioned;
-  }
+  /// Decides and commits one event (the transition function is inlined in the override).
+  virtual SendResult send(const E& e) = 0;
 
   std::uint64_t add_observer(Observer f) {
     GraphLock lock(g_);
@@ -70,6 +57,7 @@ class MachineCore {
     for (auto& slot : observers_) {
       if (slot->id == id) {
         slot->fn = nullptr;  // a tombstone while a dispatch may be running
+        removed_ = true;
         break;
       }
     }
@@ -85,6 +73,17 @@ class MachineCore {
     }
     return *signal_;
   }
+
+ protected:
+  /// Commits `next` (a state different from the current one) and tells the graph.
+  void commit(CellNode<S>* n, S&& next) {
+    if (watched_) log_.push_back(Entry{n->value, next, g_->current_batch()});
+    n->value = std::move(next);
+    g_->written(n);  // observers run here (or are scheduled), after the commit
+  }
+
+  Graph* g_;
+  Cell<S> cell_;
 
  private:
   struct Entry {
@@ -108,7 +107,8 @@ class MachineCore {
   void dispatch() {
     if (log_.empty()) return;
     std::vector<Entry> batch;
-    batch.swap(log_);  // sends made by observers go to the next run
+    batch.swap(spare_);
+    batch.swap(log_);  // sends made by observers go to the next run; log_ reuses spare capacity
     dispatching_ = true;
     std::exception_ptr first;
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -140,25 +140,51 @@ class MachineCore {
       }
     }
     dispatching_ = false;
-    compact();
+    batch.clear();
+    if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
+    if (removed_) compact();
     if (first) std::rethrow_exception(first);
   }
 
   void compact() noexcept {
+    removed_ = false;
     std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return !s->fn; });
     watched_ = !observers_.empty() || signal_ != nullptr;
   }
 
-  Graph* g_;
-  Cell<S> cell_;
-  Step step_;
   bool watched_ = false;
+  bool removed_ = false;
   bool dispatching_ = false;
   std::uint64_t last_id_ = 0;
   std::vector<Entry> log_;
+  std::vector<Entry> spare_;
   std::vector<std::unique_ptr<Slot>> observers_;
   std::unique_ptr<TransitionSignal> signal_;
   Effect dispatcher_;
+};
+
+/// The core for one transition function type: `send` calls it directly, so it can be inlined
+/// and its std::optional result stays in registers.
+template <class S, class E, class F>
+class MachineCoreFor final : public MachineCore<S, E> {
+ public:
+  MachineCoreFor(Graph* g, Cell<S> cell, F step)
+      : MachineCore<S, E>(g, std::move(cell)), step_(std::move(step)) {}
+
+  SendResult send(const E& e) override {
+    GraphLock lock(this->g_);
+    CellNode<S>* n = this->cell_.node();
+    if ((n->flags & kDisposed) != 0) [[unlikely]]
+      throw_disposed(n);
+    std::optional<S> next = step_(std::as_const(n->value), e);
+    if (!next) return SendResult::Rejected;
+    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    this->commit(n, std::move(*next));
+    return SendResult::Transitioned;
+  }
+
+ private:
+  F step_;
 };
 
 }  // namespace trellis::detail
