@@ -33,6 +33,8 @@ class Effect {
   }
   /// True until disposed (or until the context is destroyed).
   bool active() const { return n_ != nullptr && !detail::node_disposed(n_); }
+  /// The graph node behind it (for the layers built on the graph); null when empty.
+  detail::Node* node() const noexcept { return n_; }
 
  private:
   void reset() noexcept {

@@ -77,9 +77,23 @@ class MachineCore {
  protected:
   /// Commits `next` (a state different from the current one) and tells the graph.
   void commit(CellNode<S>* n, S&& next) {
-    if (watched_) log_.push_back(Entry{n->value, next, g_->current_batch()});
+    if (!watched_) {
+      n->value = std::move(next);
+      g_->written(n);
+      return;
+    }
+    log_.push_back(Entry{n->value, next, g_->current_batch()});
     n->value = std::move(next);
-    g_->written(n);  // observers run here (or are scheduled), after the commit
+    g_->written(n);  // effects and signals reading the state first
+    if (g_->batch_depth == 0 && g_->scheduler == nullptr) {
+      // Outside a batch, on the sending thread: tell observers now, unless this send comes
+      // from an observer, in which case the running dispatch picks it up once that returns.
+      if (!dispatching_) dispatch();
+    } else {
+      // At the end of the batch, or on the executor: the dispatcher effect runs then.
+      g_->request_run(dispatcher_.node());
+      if (g_->batch_depth == 0) g_->flush();
+    }
   }
 
   Graph* g_;
@@ -98,19 +112,24 @@ class MachineCore {
 
   void ensure_dispatcher() {
     if (dispatcher_.active()) return;
-    dispatcher_ = make_effect(g_, [this] {
-      (void)cell_.get();  // depend on the state: a commit queues this effect
-      dispatch();
-    });
+    // An effect with no dependency: commit() requests its runs (batch end, executor).
+    dispatcher_ = make_effect(g_, [this] { dispatch(); });
   }
 
   void dispatch() {
-    if (log_.empty()) return;
-    std::vector<Entry> batch;
-    batch.swap(spare_);
-    batch.swap(log_);  // sends made by observers go to the next run; log_ reuses spare capacity
+    if (dispatching_) return;
     dispatching_ = true;
     std::exception_ptr first;
+    while (!log_.empty()) deliver(first);  // sends made by observers append to log_
+    dispatching_ = false;
+    if (removed_) compact();
+    if (first) std::rethrow_exception(first);
+  }
+
+  void deliver(std::exception_ptr& first) {
+    std::vector<Entry> batch;
+    batch.swap(spare_);
+    batch.swap(log_);  // log_ gets the spare capacity
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const S& from = batch[i].from;
       std::size_t last = i;
@@ -139,11 +158,8 @@ class MachineCore {
         }
       }
     }
-    dispatching_ = false;
     batch.clear();
     if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
-    if (removed_) compact();
-    if (first) std::rethrow_exception(first);
   }
 
   void compact() noexcept {

@@ -237,6 +237,12 @@ class Graph {
     if (batch_depth == 0) flush();
   }
 
+  /// Queues watcher `n` to run at the next flush even though no dependency changed.
+  void request_run(Node* n) {
+    n->flags |= kDirty;
+    if ((n->flags & (kQueued | kDisposed)) == 0) notify(n);
+  }
+
   /// Runs queued watchers (or hands effects to the scheduler) until the queue is empty.
   void flush() {
     if (queue_head_ < queue_.size() && !flushing_) flush_queue();
