@@ -82,6 +82,31 @@ class MachineCore {
       g_->written(n);
       return;
     }
+    commit_observed(n, std::move(next));
+  }
+
+  /// commit() for a machine with observers: logs the transition and has it delivered.
+  void commit_observed(CellNode<S>* n, S&& next) {
+    if (g_->batch_depth == 0 && g_->scheduler == nullptr && !dispatching_ && log_.empty()) {
+      // The common case, outside a batch on the sending thread: tell observers right away,
+      // without going through the log.
+      S from = std::move(n->value);
+      S to = next;
+      n->value = std::move(next);
+      std::exception_ptr first;
+      try {
+        g_->written(n);  // effects and signals reading the state first
+      } catch (...) {
+        first = std::current_exception();
+      }
+      dispatching_ = true;
+      tell(from, to, first);
+      while (!log_.empty()) deliver(first);  // what observers sent meanwhile
+      dispatching_ = false;
+      if (removed_) compact();
+      if (first) std::rethrow_exception(first);
+      return;
+    }
     log_.push_back(Entry{n->value, next, g_->current_batch()});
     n->value = std::move(next);
     g_->written(n);  // effects and signals reading the state first
@@ -98,6 +123,7 @@ class MachineCore {
 
   Graph* g_;
   Cell<S> cell_;
+  bool watched_ = false;
 
  private:
   struct Entry {
@@ -139,27 +165,32 @@ class MachineCore {
       const S& to = batch[last].to;
       i = last;
       if (same_value(from, to)) continue;  // A -> B -> A inside one batch: nothing to tell
-      // Observers added during this dispatch start from the current state: not told this one.
-      const std::size_t count = observers_.size();
-      for (std::size_t k = 0; k < count; ++k) {
-        Slot* slot = observers_[k].get();  // stable even if observers_ grows meanwhile
-        if (!slot->fn) continue;
-        try {
-          slot->fn(from, to);
-        } catch (...) {
-          if (!first) first = std::current_exception();
-        }
-      }
-      if (signal_) {
-        try {
-          (*signal_)(from, to);
-        } catch (...) {
-          if (!first) first = std::current_exception();
-        }
-      }
+      tell(from, to, first);
     }
     batch.clear();
     if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
+  }
+
+  /// Calls every observer with one transition; the first exception is kept for later.
+  void tell(const S& from, const S& to, std::exception_ptr& first) {
+    // Observers added while telling start from the current state: not told this one.
+    const std::size_t count = observers_.size();
+    for (std::size_t k = 0; k < count; ++k) {
+      Slot* slot = observers_[k].get();  // stable even if observers_ grows meanwhile
+      if (!slot->fn) continue;
+      try {
+        slot->fn(from, to);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (signal_) {
+      try {
+        (*signal_)(from, to);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
   }
 
   void compact() noexcept {
@@ -168,7 +199,6 @@ class MachineCore {
     watched_ = !observers_.empty() || signal_ != nullptr;
   }
 
-  bool watched_ = false;
   bool removed_ = false;
   bool dispatching_ = false;
   std::uint64_t last_id_ = 0;
@@ -195,7 +225,12 @@ class MachineCoreFor final : public MachineCore<S, E> {
     std::optional<S> next = step_(std::as_const(n->value), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, n->value)) return SendResult::Unchanged;
-    this->commit(n, std::move(*next));
+    if (this->watched_) [[unlikely]] {
+      this->commit_observed(n, std::move(*next));
+    } else {
+      n->value = std::move(*next);
+      this->g_->written(n);
+    }
     return SendResult::Transitioned;
   }
 
