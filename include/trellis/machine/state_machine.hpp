@@ -42,9 +42,12 @@
 
 namespace trellis {
 
-/// A state machine on the reactive context `Ctx` (see the aliases below).
-template <class S, class E, class Ctx>
-class BasicStateMachine {
+namespace detail {
+
+/// The API every machine shares (plain or durable), over a type-erased core: the core decides
+/// and commits events, this front reads the state and registers observers.
+template <class S, class E>
+class MachineFront {
   static_assert(std::equality_comparable<S> && std::copy_constructible<S>,
                 "trellis: a machine's state type needs == and a copy constructor");
   static_assert(std::copy_constructible<E>, "trellis: a machine's event type must be copyable");
@@ -52,26 +55,9 @@ class BasicStateMachine {
  public:
   using state_type = S;
   using event_type = E;
-  using context_type = Ctx;
   using TransitionSignal = boost::signals2::signal<void(const S&, const S&)>;
 
-  /// A machine in state `initial`, deciding events with `step(state, event)`, any callable
-  /// returning something convertible to std::optional<S>.
-  template <class F>
-  BasicStateMachine(Ctx& ctx, S initial, F step) : ctx_(&ctx) {
-    static_assert(std::is_invocable_v<F&, const S&, const E&>,
-                  "trellis: the transition function must be callable as step(const S&, const E&)");
-    static_assert(
-        std::is_convertible_v<std::invoke_result_t<F&, const S&, const E&>, std::optional<S>>,
-        "trellis: the transition function must return std::optional<S> (nullopt rejects)");
-    auto adapted = [f = std::move(step)](const S& s, const E& e) mutable -> std::optional<S> {
-      return f(s, e);
-    };
-    core_ = std::make_shared<detail::MachineCoreFor<S, E, decltype(adapted)>>(
-        graph_of(ctx), ctx.cell(std::move(initial)), std::move(adapted));
-  }
-
-  /// Decides `e` and commits the new state; observers run as the class comment says.
+  /// Decides `e` and commits the new state; observers run as the runner's header says.
   SendResult send(const E& e) { return core_->send(e); }
 
   /// The current state (a copy); tracked when read inside a computed, signal or effect.
@@ -117,21 +103,56 @@ class BasicStateMachine {
   /// nothing for it.
   TransitionSignal& transitions() { return core_->transitions(); }
 
-  /// Returns when every observer run scheduled so far has finished (AsyncStateMachine).
-  void drain() requires std::derived_from<Ctx, AsyncContext> { ctx_->drain(); }
+ protected:
+  MachineFront() = default;
 
-  Ctx& context() const noexcept { return *ctx_; }
+  /// Adapts any transition callable to the exact signature the core calls.
+  template <class F>
+  static auto adapt(F step) {
+    static_assert(std::is_invocable_v<F&, const S&, const E&>,
+                  "trellis: the transition function must be callable as step(const S&, const E&)");
+    static_assert(
+        std::is_convertible_v<std::invoke_result_t<F&, const S&, const E&>, std::optional<S>>,
+        "trellis: the transition function must return std::optional<S> (nullopt rejects)");
+    return [f = std::move(step)](const S& s, const E& e) mutable -> std::optional<S> {
+      return f(s, e);
+    };
+  }
+
+  BasicContext* ctx_ = nullptr;
+  std::shared_ptr<MachineCore<S, E>> core_;
 
  private:
-  Subscription observe(typename detail::MachineCore<S, E>::Observer f) {
+  Subscription observe(typename MachineCore<S, E>::Observer f) {
     const std::uint64_t id = core_->add_observer(std::move(f));
     return Subscription([weak = std::weak_ptr(core_), id] {
       if (auto core = weak.lock()) core->remove_observer(id);
     });
   }
+};
 
-  Ctx* ctx_;
-  std::shared_ptr<detail::MachineCore<S, E>> core_;
+}  // namespace detail
+
+/// A state machine on the reactive context `Ctx` (see the aliases below).
+template <class S, class E, class Ctx>
+class BasicStateMachine : public detail::MachineFront<S, E> {
+ public:
+  using context_type = Ctx;
+
+  /// A machine in state `initial`, deciding events with `step(state, event)`, any callable
+  /// returning something convertible to std::optional<S>.
+  template <class F>
+  BasicStateMachine(Ctx& ctx, S initial, F step) {
+    auto adapted = this->adapt(std::move(step));
+    this->ctx_ = &ctx;
+    this->core_ = std::make_shared<detail::MachineCoreFor<S, E, decltype(adapted)>>(
+        graph_of(ctx), ctx.cell(std::move(initial)), std::move(adapted));
+  }
+
+  /// Returns when every observer run scheduled so far has finished (AsyncStateMachine).
+  void drain() requires std::derived_from<Ctx, AsyncContext> { context().drain(); }
+
+  Ctx& context() const noexcept { return static_cast<Ctx&>(*this->ctx_); }
 };
 
 /// A single-threaded machine on a Context.
