@@ -145,6 +145,8 @@ class GraphMutex {
     owner_.store(nullptr, std::memory_order_relaxed);
     m_.unlock();
   }
+  /// Whether the calling thread holds the lock now.
+  bool held_by_me() const noexcept { return owner_.load(std::memory_order_relaxed) == &self_; }
 
  private:
   // The address of a thread_local identifies the running thread; owner_ is cleared before

@@ -1,0 +1,462 @@
+#pragma once
+/// @file
+/// The core of a durable machine: the machine core plus the write path of each durability
+/// mode. The rule every mode keeps: a transition is acknowledged (send() returns Transitioned,
+/// or observers hear of it) only once it is on disk in sync and group modes; in async mode
+/// the state moves first and `durable_through` tells how far the disk has caught up.
+///
+/// Group mode in short: senders decide against the newest *accepted* state (the tentative
+/// state, under `gm_`), queue a ticket and wait. Whoever finds no writer at work becomes the
+/// writer: it snapshots the tentative state, writes it once (covering every ticket queued so
+/// far), then, under the graph's lock, publishes the covered transitions to the state cell in
+/// order and wakes their senders. Writes are serialized by `io_` and skipped when a later
+/// snapshot already covers them, so the epoch on disk never goes back. A send made by a thread
+/// that already holds the graph's lock (inside a batch or an observer) cannot wait for
+/// another writer, which needs that lock to publish: it writes and publishes by itself.
+/// Lock order: graph lock, then gm_; io_ is never held with gm_.
+
+#include <boost/signals2/signal.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/error.hpp"
+#include "trellis/machine/detail/machine_core.hpp"
+#include "trellis/persist/durability.hpp"
+#include "trellis/persist/journal.hpp"
+#include "trellis/persist/sidecar.hpp"
+#include "trellis/persist/sidecar_lock.hpp"
+
+namespace trellis::detail {
+
+using PersistEvents = boost::signals2::signal<void(const PersistEvent&)>;
+
+/// What the startup recovery hands to the core.
+template <class S>
+struct Recovered {
+  S state;
+  std::uint64_t epoch = 0;
+  std::optional<Journal> journal;
+};
+
+/// What the durable machine's front needs that does not depend on S, E or the step type.
+class DurableCoreBase {
+ public:
+  virtual ~DurableCoreBase() = default;
+  virtual std::uint64_t epoch() const = 0;
+  virtual void flush() = 0;
+  virtual PersistEvents& events() noexcept = 0;
+  virtual const std::filesystem::path& path() const noexcept = 0;
+};
+
+template <class S, class E, class F>
+class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
+ public:
+  DurableCore(Graph* g, Cell<S> cell, F step, std::filesystem::path path, std::string name,
+              DurableOptions options, SidecarLock lock, Recovered<S> recovered,
+              Cell<std::uint64_t> durable)
+      : MachineCore<S, E>(g, std::move(cell)),
+        step_(std::move(step)),
+        path_(std::move(path)),
+        name_(std::move(name)),
+        options_(std::move(options)),
+        lock_(std::move(lock)),
+        journal_(std::move(recovered.journal)),
+        durable_(std::move(durable)),
+        epoch_(recovered.epoch),
+        tentative_(recovered.state),
+        tentative_epoch_(recovered.epoch),
+        durable_state_(std::move(recovered.state)),
+        durable_epoch_(recovered.epoch) {
+    written_epoch_ = recovered.epoch;
+    if (options_.durability == Durability::async) writer_ = std::thread([this] { writer_loop(); });
+  }
+
+  ~DurableCore() override {
+    if (writer_.joinable()) {
+      {
+        std::lock_guard al(am_);
+        stop_ = true;
+      }
+      acv_.notify_all();
+      writer_.join();  // the writer finishes the latest snapshot first
+    }
+  }
+
+  SendResult send(const E& e) override {
+    switch (options_.durability) {
+      case Durability::group:
+        return send_group(e);
+      case Durability::async:
+        return send_async(e);
+      case Durability::sync:
+        break;
+    }
+    return send_sync(e);
+  }
+
+  PersistEvents& events() noexcept override { return events_; }
+  const std::filesystem::path& path() const noexcept override { return path_; }
+
+  std::uint64_t epoch() const override {
+    GraphLock lock(this->g_);
+    return epoch_;
+  }
+
+  /// Async: waits until the writer has persisted every accepted transition, then updates
+  /// durable_through; rethrows a write failure the writer met. Other modes: nothing to wait for.
+  void flush() override {
+    if (options_.durability != Durability::async) return;
+    std::exception_ptr err;
+    {
+      std::unique_lock al(am_);
+      done_cv_.wait(al, [this] { return !latest_ && !writing_; });
+      err = std::exchange(async_error_, nullptr);
+    }
+    {
+      GraphLock lock(this->g_);
+      durable_.set(written_epoch_);
+    }
+    if (err) std::rethrow_exception(err);
+  }
+
+ private:
+  struct Ticket {
+    bool done = false;
+    bool failed = false;
+  };
+  struct Accepted {
+    std::uint64_t epoch;
+    S to;
+    Ticket* ticket;
+  };
+  struct Snapshot {
+    S state;
+    std::uint64_t epoch;
+  };
+
+  // ------------------------------------------------------------------ writing
+
+  nlohmann::json state_json(const S& s) const {
+    try {
+      return nlohmann::json(s);
+    } catch (const nlohmann::json::exception& e) {
+      throw persist_error(path_, std::string("encoding the state as JSON: ") + e.what());
+    }
+  }
+
+  void write_state(const S& s, std::uint64_t epoch) {
+    store_sidecar(
+        path_, SidecarRecord{name_, epoch, options_.schema_version, state_json(s), iso8601_utc()});
+  }
+
+  void emit(PersistEvent::Kind kind, std::uint64_t epoch, std::string detail = {}) noexcept {
+    try {
+      if (!events_.empty()) events_(PersistEvent{kind, path_, epoch, std::move(detail)});
+    } catch (...) {  // a listener's failure must not turn into a persistence failure
+    }
+  }
+
+  /// Sync mode: the transition `from` -> `to` (epoch `epoch`) reaches the disk, or throws.
+  void persist_one(const S& from, const S& to, const E& e, std::uint64_t epoch) {
+    if (!journal_) {
+      write_state(to, epoch);
+      return;
+    }
+    if constexpr (std::is_constructible_v<nlohmann::json, const E&>) {
+      journal_->append(JournalEntry{epoch, nlohmann::json(e), state_json(from), state_json(to)});
+    }
+    if (++since_compact_ < options_.compact_every) return;
+    try {  // the journal already holds the transition: a failed compaction loses nothing
+      write_state(to, epoch);
+      journal_->reset();
+      since_compact_ = 0;
+    } catch (const std::exception& err) {
+      emit(PersistEvent::Kind::persist_failed, epoch,
+           std::string("compaction into the sidecar: ") + err.what());
+    }
+  }
+
+  /// Commits `to` to the state cell, then durable_through; observer errors come last.
+  void commit_durable(CellNode<S>* n, S&& to, std::uint64_t epoch) {
+    std::exception_ptr err;
+    try {
+      this->commit(n, std::move(to));
+    } catch (...) {
+      err = std::current_exception();
+    }
+    durable_.set(epoch);
+    if (err) std::rethrow_exception(err);
+  }
+
+  // ------------------------------------------------------------------ sync
+
+  SendResult send_sync(const E& e) {
+    GraphLock lock(this->g_);
+    CellNode<S>* n = this->cell_.node();
+    if ((n->flags & kDisposed) != 0) [[unlikely]]
+      throw_disposed(n);
+    std::optional<S> next = step_(std::as_const(n->value), e);
+    if (!next) return SendResult::Rejected;
+    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    const std::uint64_t epoch = epoch_ + 1;
+    try {
+      persist_one(n->value, *next, e, epoch);
+    } catch (const std::exception& err) {
+      emit(PersistEvent::Kind::persist_failed, epoch, err.what());
+      throw;  // nothing changed, nobody was told
+    }
+    epoch_ = epoch;
+    emit(PersistEvent::Kind::persisted, epoch);
+    commit_durable(n, std::move(*next), epoch);
+    return SendResult::Transitioned;
+  }
+
+  // ------------------------------------------------------------------ group
+
+  SendResult send_group(const E& e) {
+    if (this->g_->mutex->held_by_me()) return send_group_alone(e);
+    std::unique_lock gl(gm_);
+    std::optional<S> next = step_(std::as_const(tentative_), e);
+    if (!next) return SendResult::Rejected;
+    if (same_value(*next, tentative_)) return SendResult::Unchanged;
+    Ticket ticket;
+    accept(std::move(*next), &ticket);
+    std::exception_ptr observer_error;
+    for (;;) {
+      if (ticket.done) break;
+      if (ticket.failed) throw persist_error(path_, "group write: " + failure_);
+      if (!group_writing_) {
+        write_group(gl, observer_error);
+        continue;
+      }
+      gcv_.wait(gl);
+    }
+    gl.unlock();
+    if (observer_error) std::rethrow_exception(observer_error);
+    return SendResult::Transitioned;
+  }
+
+  /// A group-mode send from a thread holding the graph's lock: writes and publishes alone.
+  SendResult send_group_alone(const E& e) {
+    std::unique_lock gl(gm_);
+    std::optional<S> next = step_(std::as_const(tentative_), e);
+    if (!next) return SendResult::Rejected;
+    if (same_value(*next, tentative_)) return SendResult::Unchanged;
+    Ticket ticket;
+    const std::uint64_t epoch = accept(std::move(*next), &ticket);
+    Snapshot snap{tentative_, epoch};
+    gl.unlock();
+    try {
+      persist_snapshot(snap);
+    } catch (const std::exception& err) {
+      gl.lock();
+      fail_pending(err.what());
+      gcv_.notify_all();
+      throw;
+    }
+    gl.lock();
+    std::exception_ptr observer_error;
+    publish(gl, observer_error);
+    gcv_.notify_all();
+    gl.unlock();
+    if (observer_error) std::rethrow_exception(observer_error);
+    return SendResult::Transitioned;
+  }
+
+  std::uint64_t accept(S&& next, Ticket* ticket) {
+    tentative_ = next;
+    const std::uint64_t epoch = ++tentative_epoch_;
+    accepted_.push_back(Accepted{epoch, std::move(next), ticket});
+    return epoch;
+  }
+
+  /// The writer's turn (gl held on entry and on exit).
+  void write_group(std::unique_lock<std::mutex>& gl, std::exception_ptr& observer_error) {
+    group_writing_ = true;
+    Snapshot snap{tentative_, tentative_epoch_};
+    gl.unlock();
+    std::string failed;
+    try {
+      persist_snapshot(snap);
+    } catch (const std::exception& err) {
+      failed = err.what();
+    }
+    if (failed.empty()) {
+      GraphLock lock(this->g_);
+      gl.lock();
+      publish(gl, observer_error);
+    } else {
+      gl.lock();
+      fail_pending(failed);
+    }
+    group_writing_ = false;
+    gcv_.notify_all();
+  }
+
+  void persist_snapshot(const Snapshot& snap) {
+    std::lock_guard io(io_);
+    if (durable_epoch_ >= snap.epoch) return;  // a later snapshot is already on disk
+    try {
+      write_state(snap.state, snap.epoch);
+    } catch (const std::exception& err) {
+      emit(PersistEvent::Kind::persist_failed, snap.epoch, err.what());
+      throw;
+    }
+    durable_state_ = snap.state;
+    durable_epoch_ = snap.epoch;
+    emit(PersistEvent::Kind::persisted, snap.epoch);
+  }
+
+  /// Moves every accepted transition that is on disk into the state cell, in order, then
+  /// marks their tickets done. Called with the graph's lock and gl held; releases gl meanwhile.
+  void publish(std::unique_lock<std::mutex>& gl, std::exception_ptr& observer_error) {
+    std::uint64_t durable;
+    {
+      std::lock_guard io(io_);
+      durable = durable_epoch_;
+    }
+    std::vector<Accepted> batch;
+    while (!accepted_.empty() && accepted_.front().epoch <= durable) {
+      batch.push_back(std::move(accepted_.front()));
+      accepted_.pop_front();
+    }
+    if (batch.empty()) return;
+    gl.unlock();  // observers may send again (into gm_)
+    CellNode<S>* n = this->cell_.node();
+    for (Accepted& a : batch) {
+      epoch_ = a.epoch;
+      try {
+        commit_durable(n, std::move(a.to), a.epoch);
+      } catch (...) {
+        if (!observer_error) observer_error = std::current_exception();
+      }
+    }
+    gl.lock();
+    for (Accepted& a : batch) a.ticket->done = true;
+  }
+
+  /// A write failed: every accepted transition not yet on disk is refused, and deciding goes
+  /// back to the last state on disk (gl held).
+  void fail_pending(const std::string& why) {
+    std::uint64_t durable;
+    {
+      std::lock_guard io(io_);
+      durable = durable_epoch_;
+      tentative_ = durable_state_;
+    }
+    tentative_epoch_ = durable;
+    failure_ = why;
+    while (!accepted_.empty() && accepted_.back().epoch > durable) {
+      accepted_.back().ticket->failed = true;
+      accepted_.pop_back();
+    }
+  }
+
+  // ------------------------------------------------------------------ async
+
+  SendResult send_async(const E& e) {
+    GraphLock lock(this->g_);
+    CellNode<S>* n = this->cell_.node();
+    if ((n->flags & kDisposed) != 0) [[unlikely]]
+      throw_disposed(n);
+    std::optional<S> next = step_(std::as_const(n->value), e);
+    if (!next) return SendResult::Rejected;
+    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    const std::uint64_t epoch = ++epoch_;
+    {
+      std::lock_guard al(am_);
+      latest_ = Snapshot{*next, epoch};  // the writer persists only the newest
+    }
+    acv_.notify_one();
+    std::exception_ptr err;
+    try {
+      this->commit(n, std::move(*next));
+    } catch (...) {
+      err = std::current_exception();
+    }
+    std::uint64_t written;
+    {
+      std::lock_guard al(am_);
+      written = written_epoch_;
+    }
+    durable_.set(written);  // updated on the machine's own thread
+    if (err) std::rethrow_exception(err);
+    return SendResult::Transitioned;
+  }
+
+  void writer_loop() {
+    std::unique_lock al(am_);
+    for (;;) {
+      acv_.wait(al, [this] { return latest_.has_value() || stop_; });
+      if (!latest_) return;
+      Snapshot snap = std::move(*latest_);
+      latest_.reset();
+      writing_ = true;
+      al.unlock();
+      std::exception_ptr err;
+      try {
+        write_state(snap.state, snap.epoch);
+        emit(PersistEvent::Kind::persisted, snap.epoch);
+      } catch (const std::exception& e) {
+        emit(PersistEvent::Kind::persist_failed, snap.epoch, e.what());
+        err = std::current_exception();
+      }
+      al.lock();
+      writing_ = false;
+      if (err) {
+        if (!async_error_) async_error_ = err;
+      } else {
+        written_epoch_ = snap.epoch;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  F step_;
+  std::filesystem::path path_;
+  std::string name_;
+  DurableOptions options_;
+  SidecarLock lock_;
+  std::optional<Journal> journal_;
+  Cell<std::uint64_t> durable_;
+  PersistEvents events_;
+  std::uint64_t epoch_;  // of the state in the cell (graph lock)
+  std::size_t since_compact_ = 0;
+
+  // group
+  std::mutex gm_;
+  std::condition_variable gcv_;
+  S tentative_;
+  std::uint64_t tentative_epoch_;
+  std::deque<Accepted> accepted_;
+  bool group_writing_ = false;
+  std::string failure_;
+  std::mutex io_;
+  S durable_state_;              // io_
+  std::uint64_t durable_epoch_;  // io_
+
+  // async
+  std::mutex am_;
+  std::condition_variable acv_;
+  std::condition_variable done_cv_;
+  std::optional<Snapshot> latest_;
+  bool writing_ = false;
+  std::uint64_t written_epoch_ = 0;
+  std::exception_ptr async_error_;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+}  // namespace trellis::detail
