@@ -47,7 +47,8 @@ class MachineCore {
   std::uint64_t add_observer(Observer f) {
     GraphLock lock(g_);
     ensure_dispatcher();
-    observers_.push_back(std::make_unique<Slot>(Slot{++last_id_, std::move(f)}));
+    // It starts from the current state: it is told only transitions committed from now on.
+    observers_.push_back(std::make_unique<Slot>(Slot{++last_id_, std::move(f), commits_}));
     watched_ = true;
     return last_id_;
   }
@@ -56,7 +57,9 @@ class MachineCore {
     GraphLock lock(g_);
     for (auto& slot : observers_) {
       if (slot->id == id) {
-        slot->fn = nullptr;  // a tombstone while a dispatch may be running
+        // A tombstone: the callable itself may be running (an observer dropping its own
+        // handle), so it is destroyed by compact(), after the dispatch.
+        slot->removed = true;
         removed_ = true;
         break;
       }
@@ -93,6 +96,7 @@ class MachineCore {
       S from = std::move(n->value);
       S to = next;
       n->value = std::move(next);
+      const std::uint64_t seq = ++commits_;
       std::exception_ptr first;
       try {
         g_->written(n);  // effects and signals reading the state first
@@ -100,14 +104,14 @@ class MachineCore {
         first = std::current_exception();
       }
       dispatching_ = true;
-      tell(from, to, first);
+      tell(from, to, seq, first);
       while (!log_.empty()) deliver(first);  // what observers sent meanwhile
       dispatching_ = false;
       if (removed_) compact();
       if (first) std::rethrow_exception(first);
       return;
     }
-    log_.push_back(Entry{n->value, next, g_->current_batch()});
+    log_.push_back(Entry{n->value, next, g_->current_batch(), ++commits_});
     n->value = std::move(next);
     g_->written(n);  // effects and signals reading the state first
     if (g_->batch_depth == 0 && g_->scheduler == nullptr) {
@@ -130,10 +134,13 @@ class MachineCore {
     S from;
     S to;
     std::uint64_t batch;  // 0: committed outside any batch, never merged
+    std::uint64_t seq;    // commit number: observers registered since are not told it
   };
   struct Slot {
     std::uint64_t id;
     Observer fn;
+    std::uint64_t since;  // commits_ at registration
+    bool removed = false;
   };
 
   void ensure_dispatcher() {
@@ -158,6 +165,7 @@ class MachineCore {
     batch.swap(log_);  // log_ gets the spare capacity
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const S& from = batch[i].from;
+      const std::uint64_t seq = batch[i].seq;
       std::size_t last = i;
       while (last + 1 < batch.size() && batch[i].batch != 0 &&
              batch[last + 1].batch == batch[i].batch)
@@ -165,19 +173,17 @@ class MachineCore {
       const S& to = batch[last].to;
       i = last;
       if (same_value(from, to)) continue;  // A -> B -> A inside one batch: nothing to tell
-      tell(from, to, first);
+      tell(from, to, seq, first);
     }
     batch.clear();
     if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
   }
 
   /// Calls every observer with one transition; the first exception is kept for later.
-  void tell(const S& from, const S& to, std::exception_ptr& first) {
-    // Observers added while telling start from the current state: not told this one.
-    const std::size_t count = observers_.size();
-    for (std::size_t k = 0; k < count; ++k) {
+  void tell(const S& from, const S& to, std::uint64_t seq, std::exception_ptr& first) {
+    for (std::size_t k = 0; k < observers_.size(); ++k) {
       Slot* slot = observers_[k].get();  // stable even if observers_ grows meanwhile
-      if (!slot->fn) continue;
+      if (slot->removed || slot->since >= seq) continue;  // dropped, or registered after seq
       try {
         slot->fn(from, to);
       } catch (...) {
@@ -195,12 +201,13 @@ class MachineCore {
 
   void compact() noexcept {
     removed_ = false;
-    std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return !s->fn; });
+    std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return s->removed; });
     watched_ = !observers_.empty() || signal_ != nullptr;
   }
 
   bool removed_ = false;
   bool dispatching_ = false;
+  std::uint64_t commits_ = 0;
   std::uint64_t last_id_ = 0;
   std::vector<Entry> log_;
   std::vector<Entry> spare_;

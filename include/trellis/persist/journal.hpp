@@ -1,0 +1,102 @@
+#pragma once
+/// @file
+/// The journal: an append-only JSONL log of accepted transitions beside a sidecar
+/// ("<sidecar>.journal"), so that a transition is durable after one fdatasync'd append rather
+/// than a full sidecar rewrite.
+///
+/// Each line is one JSON object and a newline:
+///
+///     {"epoch":N,"event":<json>,"from":<json>,"to":<json>,"checksum":"sha256:<hex>"}
+///
+/// where the checksum is SHA-256 over the canonical dump of the other members (the object of
+/// epoch, event, from and to, printed by nlohmann::json::dump(): sorted keys, no spaces).
+/// Epochs strictly increase down the file. A crash mid-append can only damage the last line:
+/// `read_journal` ignores and reports such a torn tail; damage anywhere else is an error.
+/// Recovery is the sidecar plus the journal lines whose epoch is past the sidecar's; after
+/// the owner compacts the journal into the sidecar it calls `Journal::reset()`.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trellis {
+
+/// One accepted transition.
+struct JournalEntry {
+  std::uint64_t epoch = 0;  ///< the machine's epoch after this transition
+  nlohmann::json event;
+  nlohmann::json from;
+  nlohmann::json to;
+
+  friend bool operator==(const JournalEntry&, const JournalEntry&) = default;
+};
+
+/// The journal file beside `sidecar`: "<sidecar>.journal".
+std::filesystem::path journal_path_for(const std::filesystem::path& sidecar);
+
+/// The bytes of one journal line for `entry`, newline included.
+std::string encode_journal_line(const JournalEntry& entry);
+
+/// A last line that a crash cut short (or garbled) and that `read_journal` ignored.
+struct TornTail {
+  std::size_t line = 0;      ///< 1-based line number
+  std::uint64_t offset = 0;  ///< where the torn line starts (= the valid size of the file)
+  std::string reason;        ///< e.g. "no trailing newline", "bad checksum"
+};
+
+/// What `read_journal` found.
+struct JournalContents {
+  std::vector<JournalEntry> entries;  ///< every intact line, in file order
+  std::optional<TornTail> torn;       ///< set when the last line was ignored
+  std::uint64_t valid_size = 0;       ///< bytes up to the end of the last intact line
+};
+
+/// Reads the journal at `path` (not the sidecar's path: see `journal_path_for`). No file: no
+/// entries. A torn last line is ignored and reported in `torn`; a corrupt line before the last,
+/// epochs that do not strictly increase, a directory at the path or an unreadable file raise
+/// recovery_error naming the file and the line number. Never modifies the file.
+JournalContents read_journal(const std::filesystem::path& path);
+
+/// The appending end of a journal: one open descriptor, O_APPEND, lines created 0600.
+/// Not thread-safe; the machine serializes its appends.
+class Journal {
+ public:
+  /// Opens (creating if needed, 0600) the journal at `path` and fsyncs its directory so the
+  /// file itself survives a crash. Throws persist_error. The owner should hold the sidecar's
+  /// SidecarLock, and cut a torn tail reported by read_journal (`truncate(valid_size)`)
+  /// before appending.
+  explicit Journal(std::filesystem::path path);
+  ~Journal();
+  Journal(Journal&& other) noexcept;
+  Journal& operator=(Journal&& other) noexcept;
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  /// Appends one line with a single write(2), then fdatasync. On failure the file is cut
+  /// back to its previous size (no torn line is left for later appends to bury) and
+  /// persist_error is thrown; if even that cut fails, every later append throws too.
+  void append(const JournalEntry& entry);
+
+  /// Cuts the file to `size` bytes and fdatasyncs (drop a torn tail). Throws persist_error.
+  void truncate(std::uint64_t size);
+
+  /// Empties the journal (after its entries were compacted into the sidecar).
+  void reset() { truncate(0); }
+
+  /// The file's size as this writer knows it.
+  std::uint64_t size() const noexcept { return size_; }
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  bool broken_ = false;
+};
+
+}  // namespace trellis

@@ -1,0 +1,90 @@
+#pragma once
+/// @file
+/// The JSON sidecar: one file per machine holding its last persisted state.
+///
+/// A sidecar is one line of JSON (and a newline), members in this order:
+///
+///     {"format":"trellis.sidecar","version":1,"machine":NAME,"schema":N,"epoch":N,
+///      "state":<json>,"updated_at":"2024-05-01T12:00:00.000Z","checksum":"sha256:<hex>"}
+///
+/// The checksum is SHA-256 over the canonical text of every top-level member except
+/// "checksum": the object of those members dumped by nlohmann::json with no indentation,
+/// keys sorted (nlohmann::json's default object order, recursively), UTF-8 output
+/// (`json::dump()`). A reader recomputes it from the parsed document, so the member order and
+/// whitespace of the file do not matter, while any change to a value does. Unknown extra
+/// members are tolerated and covered by the checksum.
+///
+/// `store_sidecar` replaces the file atomically (temp file, fsync, rename, directory fsync);
+/// `load_sidecar` never modifies it; a file that cannot be trusted raises
+/// `trellis::recovery_error` with the reason, and `quarantine_sidecar` moves it aside.
+/// None of these take the lock: an owner holds a `SidecarLock` while it writes.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace trellis {
+
+/// The "format" tag of a sidecar.
+inline constexpr std::string_view sidecar_format = "trellis.sidecar";
+/// The sidecar format version this build writes and the newest it reads.
+inline constexpr int sidecar_version = 1;
+
+/// The content of a sidecar, without the envelope (format, version, checksum).
+struct SidecarRecord {
+  std::string machine;      ///< the machine's name; a sidecar is refused by other machines
+  std::uint64_t epoch = 0;  ///< accepted transitions so far; only grows
+  int schema = 1;           ///< the version of the state's JSON shape (for migrations)
+  nlohmann::json state;     ///< the state, as the machine's to_json wrote it
+  std::string updated_at;   ///< ISO-8601 UTC time of the write (see `iso8601_utc`)
+
+  friend bool operator==(const SidecarRecord&, const SidecarRecord&) = default;
+};
+
+/// `time` as ISO-8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z".
+std::string iso8601_utc(
+    std::chrono::system_clock::time_point time = std::chrono::system_clock::now());
+
+/// The bytes of a sidecar holding `record` (one line of JSON and a newline). Writes
+/// `record.updated_at` as given. Throws nlohmann::json::type_error if the state holds a string
+/// that is not UTF-8.
+std::string encode_sidecar(const SidecarRecord& record);
+
+/// Parses and verifies the bytes of a sidecar read from `file` (used only in messages).
+/// Returns the record, or throws recovery_error with the precise reason: empty, truncated,
+/// not JSON, not an object, another format, a future version, a missing or wrong-typed field,
+/// a bad checksum, or (when `expected_machine` is not empty) another machine's name.
+SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_machine,
+                             const std::filesystem::path& file = {});
+
+/// Reads the sidecar at `path` for machine `expected_machine` (empty: any machine).
+/// nullopt when there is no file there (ENOENT, including a missing parent directory);
+/// recovery_error for anything that is not a valid sidecar of that machine, for a directory or
+/// other non-regular file at the path, and for a file that cannot be read. Never modifies the
+/// file.
+std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
+                                          std::string_view expected_machine);
+
+/// Atomically replaces the sidecar at `path` with `record`: a temporary file in the same
+/// directory (O_CREAT|O_EXCL, mode 0600), write, fsync, rename over `path`, fsync of the
+/// directory. On failure up to the rename, the temporary file is removed, `path` is untouched
+/// and persist_error names the file, the step and the system error. A failure of the
+/// directory fsync (after the rename) also throws persist_error: `path` then already holds
+/// `record`, but its durability is not confirmed, so the caller must not acknowledge it.
+void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record);
+
+/// Removes temporary files that `store_sidecar` left beside `path` when its process died
+/// mid-write; returns how many. Call it only while holding the SidecarLock of `path`.
+std::size_t remove_sidecar_temps(const std::filesystem::path& path);
+
+/// Renames the file at `path` to "<path>.corrupt-<UTC timestamp>" (adding "-2", "-3", ... if
+/// that name is taken; never replacing or deleting anything), fsyncs the directory and returns
+/// the new path. Throws persist_error if the rename fails.
+std::filesystem::path quarantine_sidecar(const std::filesystem::path& path);
+
+}  // namespace trellis

@@ -1,0 +1,16 @@
+#pragma once
+// Private to src/persist: the "sha256:<hex>" checksums of sidecars and journal lines.
+// OpenSSL stays a private dependency of the library, so this header is not installed.
+
+#include <string>
+#include <string_view>
+
+namespace trellis::detail {
+
+/// "sha256:" followed by the 64 lower-case hex digits of SHA-256(bytes).
+std::string checksum_of(std::string_view bytes);
+
+/// True when `text` has the shape "sha256:" + 64 lower-case hex digits.
+bool is_checksum_text(std::string_view text) noexcept;
+
+}  // namespace trellis::detail

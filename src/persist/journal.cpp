@@ -1,0 +1,238 @@
+// The journal's line codec, its reader (torn tail vs corruption) and its appending writer.
+
+#include "trellis/persist/journal.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string_view>
+#include <utility>
+
+#include "checksum.hpp"
+#include "file_io.hpp"
+#include "json_text.hpp"
+#include "trellis/error.hpp"
+#include "trellis/persist/failpoint.hpp"
+
+namespace trellis {
+
+namespace {
+
+using reason = recovery_error::reason;
+using detail::errno_code;
+using detail::Refusal;
+
+std::optional<Refusal> decode_line(std::string_view text, JournalEntry& out) {
+  nlohmann::json doc;
+  if (auto bad = detail::parse_json(text, doc)) {
+    return bad;
+  }
+  if (!doc.is_object()) {
+    return Refusal{reason::not_an_object,
+                   std::string("a JSON ") + doc.type_name() + ", not a journal entry"};
+  }
+  if (auto bad = detail::take_and_verify_checksum(doc)) {
+    return bad;
+  }
+  if (auto bad = detail::check_unsigned(doc, "epoch")) {
+    return bad;
+  }
+  for (const char* key : {"event", "from", "to"}) {
+    if (auto bad = detail::check_present(doc, key)) {
+      return bad;
+    }
+  }
+  out.epoch = doc["epoch"].get<std::uint64_t>();
+  out.event = std::move(doc["event"]);
+  out.from = std::move(doc["from"]);
+  out.to = std::move(doc["to"]);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::filesystem::path journal_path_for(const std::filesystem::path& sidecar) {
+  std::filesystem::path journal = sidecar;
+  journal += ".journal";
+  return journal;
+}
+
+std::string encode_journal_line(const JournalEntry& entry) {
+  // As in encode_sidecar: each value dumped once, the canonical text assembled exactly as
+  // nlohmann::json::dump() prints the sorted object.
+  const std::string epoch = std::to_string(entry.epoch);
+  const std::string event = entry.event.dump();
+  const std::string from = entry.from.dump();
+  const std::string to = entry.to.dump();
+  const std::string body =
+      "\"epoch\":" + epoch + ",\"event\":" + event + ",\"from\":" + from + ",\"to\":" + to;
+  const std::string checksum = detail::checksum_of("{" + body + "}");
+  return "{" + body + ",\"checksum\":\"" + checksum + "\"}\n";
+}
+
+JournalContents read_journal(const std::filesystem::path& path) {
+  JournalContents contents;
+  detail::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) {
+    const int e = errno;
+    if (e == ENOENT) {
+      return contents;
+    }
+    throw recovery_error(path, reason::unreadable, "cannot open: " + errno_code(e).message());
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot stat: " + errno_code(errno).message());
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw recovery_error(path, reason::not_a_file, "not a regular file");
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(info.st_size));
+  if (const int e = detail::read_all(fd.get(), bytes); e != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(e).message());
+  }
+
+  const std::string_view all(bytes);
+  std::size_t start = 0;
+  std::size_t line = 0;
+  while (start < all.size()) {
+    ++line;
+    const std::size_t newline = all.find('\n', start);
+    const bool complete = newline != std::string_view::npos;
+    const std::size_t end = complete ? newline : all.size();
+    const bool last = !complete || end + 1 == all.size();
+
+    if (!complete) {
+      // A line without its newline was never fully written: the append did not return.
+      contents.torn = TornTail{line, start, "no trailing newline"};
+      break;
+    }
+    JournalEntry entry;
+    if (auto bad = decode_line(all.substr(start, end - start), entry)) {
+      if (last) {
+        contents.torn = TornTail{line, start, std::move(bad->detail)};
+        break;
+      }
+      throw recovery_error(path, bad->why, "line " + std::to_string(line) + ": " + bad->detail);
+    }
+    if (!contents.entries.empty() && entry.epoch <= contents.entries.back().epoch) {
+      throw recovery_error(path, reason::bad_sequence,
+                           "line " + std::to_string(line) + ": epoch " +
+                               std::to_string(entry.epoch) + " does not follow epoch " +
+                               std::to_string(contents.entries.back().epoch));
+    }
+    contents.entries.push_back(std::move(entry));
+    start = end + 1;
+    contents.valid_size = start;
+  }
+  return contents;
+}
+
+Journal::Journal(std::filesystem::path path) : path_(std::move(path)) {
+  detail::unique_fd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+                              S_IRUSR | S_IWUSR));
+  if (!fd) {
+    throw persist_error(path_, "open the journal for appending", errno_code(errno));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw persist_error(path_, "stat the journal", errno_code(errno));
+  }
+  if (const int e = detail::fsync_directory(detail::parent_directory(path_)); e != 0) {
+    throw persist_error(path_, "fsync the journal's directory", errno_code(e));
+  }
+  size_ = static_cast<std::uint64_t>(info.st_size);
+  fd_ = fd.release();
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+}
+
+Journal::Journal(Journal&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_),
+      broken_(other.broken_) {}
+
+Journal& Journal::operator=(Journal&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+    broken_ = other.broken_;
+  }
+  return *this;
+}
+
+void Journal::append(const JournalEntry& entry) {
+  if (fd_ < 0 || broken_) {
+    throw persist_error(path_, fd_ < 0 ? "append to a moved-from journal"
+                                       : "append after a failed append could not be undone");
+  }
+  std::string line;
+  try {
+    line = encode_journal_line(entry);
+  } catch (const nlohmann::json::exception& e) {
+    throw persist_error(path_, std::string("cannot encode the entry: ") + e.what());
+  }
+
+  // Undoes a partial or unsynced line, so that the next append does not bury a torn line in
+  // the middle of the file (which read_journal would then refuse).
+  const auto fail = [&](const std::string& operation, int e) {
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0 || ::fdatasync(fd_) != 0) {
+      broken_ = true;
+    }
+    throw persist_error(path_, operation, errno_code(e));
+  };
+
+  try {
+    // Stands for a crash (or an I/O error) halfway through the write below.
+    failpoint("journal.mid_append", path_, [&] {
+      (void)detail::write_all(fd_, std::string_view(line).substr(0, line.size() / 2));
+    });
+  } catch (const persist_error& injected) {
+    fail(injected.operation(), EIO);
+  }
+  // One write(2) for the whole line; a short write (disk full) is a failure, not a retry, so
+  // a line is never assembled from pieces that another crash could separate.
+  ssize_t written = 0;
+  do {
+    written = ::write(fd_, line.data(), line.size());
+  } while (written < 0 && errno == EINTR);
+  if (written < 0) {
+    fail("append a line", errno);
+  }
+  if (static_cast<std::size_t>(written) != line.size()) {
+    fail("append a line (short write)", ENOSPC);
+  }
+  if (::fdatasync(fd_) != 0) {
+    fail("fdatasync after appending a line", errno);
+  }
+  size_ += line.size();
+  failpoint("journal.after_append", path_);
+}
+
+void Journal::truncate(std::uint64_t size) {
+  if (fd_ < 0) {
+    throw persist_error(path_, "truncate a moved-from journal");
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    throw persist_error(path_, "truncate to " + std::to_string(size) + " bytes", errno_code(errno));
+  }
+  if (::fdatasync(fd_) != 0) {
+    throw persist_error(path_, "fdatasync after truncating", errno_code(errno));
+  }
+  size_ = size;
+  broken_ = false;
+}
+
+}  // namespace trellis

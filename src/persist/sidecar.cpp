@@ -1,0 +1,337 @@
+// The sidecar codec and its atomic write protocol (see sidecar.hpp for the format).
+
+#include "trellis/persist/sidecar.hpp"
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <ctime>
+#include <system_error>
+#include <utility>
+
+#include "checksum.hpp"
+#include "file_io.hpp"
+#include "json_text.hpp"
+#include "trellis/error.hpp"
+#include "trellis/persist/failpoint.hpp"
+
+namespace trellis {
+
+namespace {
+
+using reason = recovery_error::reason;
+using detail::errno_code;
+using detail::Refusal;
+using detail::unique_fd;
+
+constexpr std::string_view kTempInfix = ".tmp-";
+
+std::string with_suffix(const std::filesystem::path& path, std::string_view suffix) {
+  std::string text = path.string();
+  text += suffix;
+  return text;
+}
+
+// Removes the temporary file unless the rename has consumed it.
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
+  ~TempFileGuard() {
+    if (!path_.empty()) {
+      ::unlink(path_.c_str());
+    }
+  }
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+  const std::string& path() const noexcept { return path_; }
+  void renamed() noexcept { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+std::pair<unique_fd, std::string> create_temp_file(const std::filesystem::path& path) {
+  static std::atomic<unsigned> counter{0};
+  const std::string stem = with_suffix(path, kTempInfix) + std::to_string(::getpid()) + "-";
+  for (int attempt = 0;; ++attempt) {
+    std::string candidate = stem + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+    unique_fd fd(::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
+                        S_IRUSR | S_IWUSR));
+    if (fd) {
+      return {std::move(fd), std::move(candidate)};
+    }
+    // EEXIST: a temporary file left by a dead process that had our pid; take the next name.
+    if (errno != EEXIST || attempt >= 100) {
+      throw persist_error(path, "create the temporary file '" + candidate + "'", errno_code(errno));
+    }
+  }
+}
+
+[[noreturn]] void refuse(const std::filesystem::path& file, Refusal refusal) {
+  throw recovery_error(file, refusal.why, std::move(refusal.detail));
+}
+
+std::string compact_utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  ::gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &parts);
+  return text;
+}
+
+}  // namespace
+
+std::string iso8601_utc(std::chrono::system_clock::time_point time) {
+  using namespace std::chrono;
+  const auto since_epoch = duration_cast<milliseconds>(time.time_since_epoch());
+  auto seconds_part = duration_cast<seconds>(since_epoch);
+  auto millis = since_epoch - seconds_part;
+  if (millis.count() < 0) {  // before 1970: borrow a second so the milliseconds stay positive
+    millis += seconds(1);
+    seconds_part -= seconds(1);
+  }
+  const std::time_t whole = static_cast<std::time_t>(seconds_part.count());
+  std::tm parts{};
+  ::gmtime_r(&whole, &parts);
+  char text[48];
+  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(millis.count()));
+  return std::string(text, length) + fraction;
+}
+
+std::string encode_sidecar(const SidecarRecord& record) {
+  // Each value is dumped once. The canonical text is assembled exactly as nlohmann::json::dump()
+  // prints the object of these members (sorted keys, no spaces), which is what a reader
+  // recomputes; sidecar_test checks the two agree.
+  const std::string epoch = std::to_string(record.epoch);
+  const std::string format = nlohmann::json(sidecar_format).dump();
+  const std::string machine = nlohmann::json(record.machine).dump();
+  const std::string schema = std::to_string(record.schema);
+  const std::string state = record.state.dump();
+  const std::string updated_at = nlohmann::json(record.updated_at).dump();
+  const std::string version = std::to_string(sidecar_version);
+
+  const std::string canonical = "{\"epoch\":" + epoch + ",\"format\":" + format +
+                                ",\"machine\":" + machine + ",\"schema\":" + schema +
+                                ",\"state\":" + state + ",\"updated_at\":" + updated_at +
+                                ",\"version\":" + version + "}";
+  const std::string checksum = detail::checksum_of(canonical);
+
+  std::string out;
+  out.reserve(canonical.size() + checksum.size() + 32);
+  out += "{\"format\":" + format;
+  out += ",\"version\":" + version;
+  out += ",\"machine\":" + machine;
+  out += ",\"schema\":" + schema;
+  out += ",\"epoch\":" + epoch;
+  out += ",\"state\":" + state;
+  out += ",\"updated_at\":" + updated_at;
+  out += ",\"checksum\":\"" + checksum + "\"}\n";
+  return out;
+}
+
+SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_machine,
+                             const std::filesystem::path& file) {
+  nlohmann::json doc;
+  if (auto bad = detail::parse_json(bytes, doc)) {
+    refuse(file, std::move(*bad));
+  }
+  if (!doc.is_object()) {
+    refuse(file, {reason::not_an_object,
+                  std::string("a JSON ") + doc.type_name() + ", not a sidecar object"});
+  }
+
+  // Format and version come first: a file of another kind is named as such, not as a file
+  // with a bad checksum.
+  const auto format = doc.find("format");
+  if (format == doc.end()) {
+    refuse(file, {reason::foreign_format, "not a trellis sidecar (no \"format\" member)"});
+  }
+  if (!format->is_string() || format->get_ref<const std::string&>() != sidecar_format) {
+    refuse(file,
+           {reason::foreign_format, "another format: \"format\" is " + format->dump() +
+                                        ", expected \"" + std::string(sidecar_format) + "\""});
+  }
+  if (auto bad = detail::check_unsigned(doc, "version")) {
+    refuse(file, std::move(*bad));
+  }
+  const std::uint64_t version = doc["version"].get<std::uint64_t>();
+  if (version > static_cast<std::uint64_t>(sidecar_version)) {
+    refuse(file, {reason::future_version, "format version " + std::to_string(version) +
+                                              " is newer than this build reads (" +
+                                              std::to_string(sidecar_version) + ")"});
+  }
+  if (version < 1) {
+    refuse(file, {reason::bad_field, "unsupported format version 0"});
+  }
+
+  if (auto bad = detail::take_and_verify_checksum(doc)) {
+    refuse(file, std::move(*bad));
+  }
+
+  for (const char* key : {"machine", "updated_at"}) {
+    if (auto bad = detail::check_string(doc, key)) {
+      refuse(file, std::move(*bad));
+    }
+  }
+  if (auto bad = detail::check_unsigned(doc, "epoch")) {
+    refuse(file, std::move(*bad));
+  }
+  if (auto bad = detail::check_present(doc, "state")) {
+    refuse(file, std::move(*bad));
+  }
+  const auto schema = doc.find("schema");
+  if (schema == doc.end()) {
+    refuse(file, {reason::bad_field, "\"schema\" is missing"});
+  }
+  const bool schema_is_int =
+      schema->is_number_unsigned()
+          ? schema->get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
+          : schema->is_number_integer() && schema->get<std::int64_t>() >= INT_MIN &&
+                schema->get<std::int64_t>() <= INT_MAX;
+  if (!schema_is_int) {
+    refuse(file, {reason::bad_field, "\"schema\" is " + schema->dump() + ", expected an int"});
+  }
+
+  SidecarRecord record;
+  record.machine = std::move(doc["machine"].get_ref<std::string&>());
+  if (!expected_machine.empty() && record.machine != expected_machine) {
+    refuse(file,
+           {reason::foreign_machine, "the sidecar of machine \"" + record.machine + "\", not \"" +
+                                         std::string(expected_machine) + "\""});
+  }
+  record.epoch = doc["epoch"].get<std::uint64_t>();
+  record.schema = schema->get<int>();
+  record.state = std::move(doc["state"]);
+  record.updated_at = std::move(doc["updated_at"].get_ref<std::string&>());
+  return record;
+}
+
+std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
+                                          std::string_view expected_machine) {
+  // O_NONBLOCK: a FIFO at the path must be refused, not waited on.
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) {
+    const int e = errno;
+    if (e == ENOENT) {
+      return std::nullopt;
+    }
+    throw recovery_error(path, reason::unreadable, "cannot open: " + errno_code(e).message());
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot stat: " + errno_code(errno).message());
+  }
+  if (!S_ISREG(info.st_mode)) {
+    const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
+                       : S_ISFIFO(info.st_mode) ? "a FIFO"
+                       : S_ISSOCK(info.st_mode) ? "a socket"
+                                                : "a device";
+    throw recovery_error(path, reason::not_a_file,
+                         std::string(kind) + " is at the path, not a regular file");
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(info.st_size));
+  if (const int e = detail::read_all(fd.get(), bytes); e != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(e).message());
+  }
+  return decode_sidecar(bytes, expected_machine, path);
+}
+
+void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record) {
+  std::string bytes;
+  try {
+    bytes = encode_sidecar(record);
+  } catch (const nlohmann::json::exception& e) {
+    throw persist_error(path, std::string("cannot encode the record: ") + e.what());
+  }
+
+  auto [fd, temp_path] = create_temp_file(path);
+  TempFileGuard temp(std::move(temp_path));
+  if (const int e = detail::write_all(fd.get(), bytes); e != 0) {
+    throw persist_error(path, "write the temporary file '" + temp.path() + "'", errno_code(e));
+  }
+  failpoint("sidecar.after_temp_write", path);
+  if (::fsync(fd.get()) != 0) {
+    throw persist_error(path, "fsync the temporary file '" + temp.path() + "'", errno_code(errno));
+  }
+  failpoint("sidecar.after_temp_fsync", path);
+  if (const int e = fd.close(); e != 0) {
+    throw persist_error(path, "close the temporary file '" + temp.path() + "'", errno_code(e));
+  }
+  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
+    throw persist_error(path, "rename '" + temp.path() + "' over it", errno_code(errno));
+  }
+  temp.renamed();
+
+  failpoint("sidecar.after_rename", path);
+  const std::filesystem::path directory = detail::parent_directory(path);
+  unique_fd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    throw persist_error(path, "open its directory to fsync the rename", errno_code(errno));
+  }
+  failpoint("sidecar.before_dir_fsync", path);
+  if (::fsync(dir.get()) != 0) {
+    throw persist_error(path, "fsync its directory after the rename", errno_code(errno));
+  }
+}
+
+std::size_t remove_sidecar_temps(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + std::string(kTempInfix);
+  std::error_code ec;
+  std::filesystem::directory_iterator it(detail::parent_directory(path), ec);
+  if (ec) {
+    throw persist_error(path, "list its directory for stale temporary files", ec);
+  }
+  std::size_t removed = 0;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with(prefix) && std::filesystem::remove(it->path(), ec)) {
+      ++removed;
+    }
+    if (ec) {
+      throw persist_error(path, "remove the stale temporary file '" + it->path().string() + "'",
+                          ec);
+    }
+  }
+  if (ec) {
+    throw persist_error(path, "list its directory for stale temporary files", ec);
+  }
+  return removed;
+}
+
+std::filesystem::path quarantine_sidecar(const std::filesystem::path& path) {
+  const std::string base = with_suffix(path, ".corrupt-") + compact_utc_timestamp();
+  for (int n = 1;; ++n) {
+    std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
+    int result = ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, candidate.c_str(), RENAME_NOREPLACE);
+    if (result != 0 && (errno == EINVAL || errno == ENOSYS)) {
+      // A file system without RENAME_NOREPLACE: link() refuses an existing name just as well.
+      result = ::link(path.c_str(), candidate.c_str());
+      if (result == 0 && ::unlink(path.c_str()) != 0) {
+        const int e = errno;
+        ::unlink(candidate.c_str());
+        throw persist_error(path, "move it aside to '" + candidate + "'", errno_code(e));
+      }
+    }
+    if (result == 0) {
+      if (const int e = detail::fsync_directory(detail::parent_directory(path)); e != 0) {
+        throw persist_error(path, "fsync its directory after moving it to '" + candidate + "'",
+                            errno_code(e));
+      }
+      return candidate;
+    }
+    if (errno != EEXIST || n >= 10'000) {
+      throw persist_error(path, "move it aside to '" + candidate + "'", errno_code(errno));
+    }
+  }
+}
+
+}  // namespace trellis

@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: MIT
+# The machine runners: issue 3's behaviours 1-7 and 10 over the three machines, and the
+# threaded behaviours 8 and 9 (labelled "concurrency", so the TSan job runs them).
+# Included from tests/CMakeLists.txt (after trellis_add_test_executable is defined).
+
+trellis_add_test_executable(trellis_machine_runtime_tests
+  ${CMAKE_CURRENT_LIST_DIR}/state_machine_test.cpp)
+add_test(NAME trellis_machine_runtime_tests COMMAND trellis_machine_runtime_tests)
+set_tests_properties(trellis_machine_runtime_tests PROPERTIES LABELS "machine" TIMEOUT 300)
+
+trellis_add_test_executable(trellis_machine_concurrency_tests
+  ${CMAKE_CURRENT_LIST_DIR}/machine_concurrency_test.cpp)
+add_test(NAME trellis_machine_concurrency_tests COMMAND trellis_machine_concurrency_tests)
+set_tests_properties(trellis_machine_concurrency_tests PROPERTIES LABELS "concurrency"
+                                                                  TIMEOUT 600)
+if(TRELLIS_SANITIZE STREQUAL "thread")
+  # The same suppressions as trellis_concurrency_tests: see support/tsan.supp.
+  set_tests_properties(trellis_machine_concurrency_tests PROPERTIES
+    ENVIRONMENT
+      "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+#include <trellis/error.hpp>
+#include <trellis/persist/failpoint.hpp>
+#include <trellis/persist/journal.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "persist_test_support.hpp"
+
+using nlohmann::json;
+using persist_test::read_bytes;
+using persist_test::ScratchDir;
+using persist_test::write_bytes;
+using reason = trellis::recovery_error::reason;
+
+namespace {
+
+trellis::JournalEntry entry(std::uint64_t epoch) {
+  return {epoch, json{{"step", epoch}}, json(epoch - 1), json(epoch)};
+}
+
+std::string lines(std::initializer_list<std::uint64_t> epochs) {
+  std::string out;
+  for (auto e : epochs) {
+    out += trellis::encode_journal_line(entry(e));
+  }
+  return out;
+}
+
+/// Reads a journal that must be refused; checks the reason, the file and `detail` in the
+/// message, and that the bytes are untouched.
+void check_refused(const std::string& bytes, reason why, const std::string& detail) {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  write_bytes(file, bytes);
+  try {
+    (void)trellis::read_journal(file);
+    FAIL("read_journal accepted a corrupt journal");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.path() == file);
+    CHECK_MESSAGE(e.why() == why, e.what());
+    CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+    CHECK_MESSAGE(std::string(e.what()).find(detail) != std::string::npos, e.what());
+  }
+  CHECK(read_bytes(file) == bytes);
+}
+
+}  // namespace
+
+TEST_CASE("journal: the path sits beside the sidecar") {
+  CHECK(trellis::journal_path_for("state/doc-42.json") == "state/doc-42.json.journal");
+}
+
+TEST_CASE("journal: a line is one JSON object with its checksum, and a newline") {
+  const std::string line = trellis::encode_journal_line(entry(5));
+  CHECK(line.back() == '\n');
+  json object = json::parse(line);
+  CHECK(object["epoch"] == 5);
+  CHECK(object["event"] == json{{"step", 5}});
+  const std::string stated = object["checksum"];
+  object.erase("checksum");
+  CHECK(stated == persist_test::sha256_text(object.dump()));
+}
+
+TEST_CASE("journal: appended entries read back in order, in a 0600 file") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  {
+    trellis::Journal journal(file);
+    for (std::uint64_t e = 1; e <= 5; ++e) {
+      journal.append(entry(e));
+    }
+    CHECK(journal.size() == std::filesystem::file_size(file));
+  }
+  const auto contents = trellis::read_journal(file);
+  REQUIRE(contents.entries.size() == 5);
+  for (std::uint64_t e = 1; e <= 5; ++e) {
+    CHECK(contents.entries[e - 1] == entry(e));
+  }
+  CHECK_FALSE(contents.torn.has_value());
+  CHECK(contents.valid_size == std::filesystem::file_size(file));
+  CHECK(persist_test::mode_of(file) == 0600);
+}
+
+TEST_CASE("journal: reopening appends after the existing lines") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal(file).append(entry(1));
+  trellis::Journal(file).append(entry(2));
+  CHECK(trellis::read_journal(file).entries.size() == 2);
+}
+
+TEST_CASE("journal: no file reads as no entries") {
+  ScratchDir dir;
+  const auto contents = trellis::read_journal(dir / "m.json.journal");
+  CHECK(contents.entries.empty());
+  CHECK_FALSE(contents.torn.has_value());
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("journal: a last line without its newline is ignored and reported") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  const std::string good = lines({1, 2});
+  const std::string third = trellis::encode_journal_line(entry(3));
+  const std::string bytes = good + third.substr(0, third.size() / 2);
+  write_bytes(file, bytes);
+
+  const auto contents = trellis::read_journal(file);
+  CHECK(contents.entries.size() == 2);
+  REQUIRE(contents.torn.has_value());
+  CHECK(contents.torn->line == 3);
+  CHECK(contents.torn->offset == good.size());
+  CHECK(contents.torn->reason == "no trailing newline");
+  CHECK(contents.valid_size == good.size());
+  CHECK(read_bytes(file) == bytes);
+}
+
+TEST_CASE("journal: a whole last line with a bad checksum is ignored and reported") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  std::string third = trellis::encode_journal_line(entry(3));
+  third.replace(third.find("\"step\":3"), 8, "\"step\":4");
+  write_bytes(file, lines({1, 2}) + third);
+
+  const auto contents = trellis::read_journal(file);
+  CHECK(contents.entries.size() == 2);
+  REQUIRE(contents.torn.has_value());
+  CHECK(contents.torn->line == 3);
+  CHECK(contents.torn->reason.find("bad checksum") != std::string::npos);
+}
+
+TEST_CASE("journal: a corrupt line in the middle is an error naming the line") {
+  std::string second = trellis::encode_journal_line(entry(2));
+  second.replace(second.find("\"step\":2"), 8, "\"step\":9");
+  check_refused(lines({1}) + second + lines({3}), reason::bad_checksum, "line 2: bad checksum");
+  check_refused(lines({1}) + "not json\n" + lines({3}), reason::not_json, "line 2: not JSON");
+  check_refused(lines({1}) + "\n" + lines({3}), reason::empty, "line 2: empty");
+  check_refused(lines({1}) + "[1]\n" + lines({3}), reason::not_an_object, "line 2: a JSON array");
+}
+
+TEST_CASE("journal: a torn line followed by another line is corruption, not a torn tail") {
+  const std::string second = trellis::encode_journal_line(entry(2));
+  check_refused(lines({1}) + second.substr(0, 20) + "\n" + lines({3}), reason::truncated,
+                "line 2: truncated");
+}
+
+TEST_CASE("journal: epochs that do not strictly increase are an error") {
+  check_refused(lines({1, 2, 2}), reason::bad_sequence, "line 3: epoch 2 does not follow epoch 2");
+  check_refused(lines({5, 4}), reason::bad_sequence, "line 2: epoch 4 does not follow epoch 5");
+}
+
+TEST_CASE("journal: a directory at the path is refused") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  std::filesystem::create_directory(file);
+  CHECK_THROWS_WITH_AS((void)trellis::read_journal(file), doctest::Contains(file.c_str()),
+                       trellis::recovery_error);
+}
+
+TEST_CASE("journal: truncate drops a torn tail so appends continue cleanly") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  const std::string third = trellis::encode_journal_line(entry(3));
+  write_bytes(file, lines({1, 2}) + third.substr(0, 10));
+
+  const auto before = trellis::read_journal(file);
+  REQUIRE(before.torn.has_value());
+  trellis::Journal journal(file);
+  journal.truncate(before.valid_size);
+  journal.append(entry(3));
+  const auto after = trellis::read_journal(file);
+  CHECK(after.entries.size() == 3);
+  CHECK_FALSE(after.torn.has_value());
+}
+
+TEST_CASE("journal: reset empties the journal after compaction") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal journal(file);
+  journal.append(entry(1));
+  journal.append(entry(2));
+  journal.reset();
+  CHECK(journal.size() == 0);
+  CHECK(std::filesystem::file_size(file) == 0);
+  journal.append(entry(3));
+  const auto contents = trellis::read_journal(file);
+  REQUIRE(contents.entries.size() == 1);
+  CHECK(contents.entries[0].epoch == 3);
+}
+
+TEST_CASE("journal: an injected failure mid-append leaves no torn line behind") {
+  for (const char* point : {"journal.mid_append", "journal.after_append"}) {
+    CAPTURE(point);
+    ScratchDir dir;
+    const auto file = dir / "m.json.journal";
+    trellis::Journal journal(file);
+    journal.append(entry(1));
+    const std::string before = read_bytes(file);
+    {
+      trellis::ScopedFailpoint armed(point, trellis::FailpointAction::error);
+      try {
+        journal.append(entry(2));
+        FAIL("the injected failure was not raised");
+      } catch (const trellis::persist_error& e) {
+        CHECK(e.path() == file);
+        CHECK(std::string(e.what()).find(point) != std::string::npos);
+      }
+    }
+    if (std::string_view(point) == "journal.mid_append") {
+      CHECK(read_bytes(file) == before);  // the half line was cut back
+      journal.append(entry(2));
+    }
+    // after_append: the line is durable; the caller was told the append did not return.
+    const auto contents = trellis::read_journal(file);
+    CHECK(contents.entries.size() == 2);
+    CHECK_FALSE(contents.torn.has_value());
+  }
+}
+
+TEST_CASE("journal: a kill mid-append leaves a torn tail that is reported, then cut") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal(file).append(entry(1));
+  auto child = persist_test::spawn_helper({"append", file.string(), "2"},
+                                          {"TRELLIS_FAILPOINT=journal.mid_append:kill"});
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+
+  const auto contents = trellis::read_journal(file);
+  CHECK(contents.entries.size() == 1);
+  REQUIRE(contents.torn.has_value());
+  CHECK(contents.torn->line == 2);
+  trellis::Journal journal(file);
+  journal.truncate(contents.valid_size);
+  journal.append(entry(2));
+  CHECK(trellis::read_journal(file).entries.size() == 2);
+}
+
+TEST_CASE("journal: a kill after the append keeps the entry") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal(file).append(entry(1));
+  auto child = persist_test::spawn_helper({"append", file.string(), "2"},
+                                          {"TRELLIS_FAILPOINT=journal.after_append:kill"});
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  const auto contents = trellis::read_journal(file);
+  CHECK(contents.entries.size() == 2);
+  CHECK_FALSE(contents.torn.has_value());
+}
+
+TEST_CASE("journal: opening in a missing directory fails naming the file") {
+  ScratchDir dir;
+  const auto file = dir / "missing" / "m.json.journal";
+  CHECK_THROWS_WITH_AS(trellis::Journal{file}, doctest::Contains(file.c_str()),
+                       trellis::persist_error);
+}
