@@ -331,9 +331,8 @@ void on_transition(benchmark::State& st) {
   long seen = 0;
   std::vector<trellis::Subscription> subs;
   for (std::int64_t k = 0; k < n; ++k) {
-    subs.push_back(m.on_transition([&seen](const Light& from, const Light& to) {
-      seen += from != to ? 1 : 0;
-    }));
+    subs.push_back(m.on_transition(
+        [&seen](const Light& from, const Light& to) { seen += from != to ? 1 : 0; }));
   }
   for (auto _ : st) {
     benchmark::DoNotOptimize(m.send(opaque(Tick::Advance)));
@@ -429,8 +428,8 @@ void contended(benchmark::State& st) {
     shared->send(Inc{});
   }
   st.counters["cpu_per_wall"] = clock.cpu_per_wall();  // summed over threads
-  st.counters["sends_per_s"] = benchmark::Counter(static_cast<double>(st.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  st.counters["sends_per_s"] =
+      benchmark::Counter(static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
   if (st.thread_index() == 0) {
     const long expected = static_cast<long>(st.iterations()) * st.threads();
     const long lost = expected - shared->state();
@@ -460,9 +459,7 @@ void register_all() {
   RegisterBenchmark("baseline/function/send", baseline::function_send);
   RegisterBenchmark("machine/StateMachine/send", machine::send);
   RegisterBenchmark("baseline/switch/on_transition", baseline::on_transition);
-  RegisterBenchmark("machine/StateMachine/on_transition", machine::on_transition)
-      ->Arg(1)
-      ->Arg(4);
+  RegisterBenchmark("machine/StateMachine/on_transition", machine::on_transition)->Arg(1)->Arg(4);
   RegisterBenchmark("baseline/switch/state_is", baseline::state_is);
   RegisterBenchmark("machine/StateMachine/state_is", machine::state_is);
   RegisterBenchmark("baseline/switch/rejected", baseline::rejected);
