@@ -1,0 +1,481 @@
+#pragma once
+/// @file
+/// `Graph<S>`: a durable agent graph over the typed state S (any type with nlohmann
+/// to_json/from_json).
+///
+/// ```cpp
+/// trellis::agent::Graph<Doc> g;
+/// g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50)
+///  .retry({.attempts = 3, .initial_backoff = 100ms, .multiplier = 2, .max_backoff = 5s});
+/// auto out = g.run("run-7", Doc{.request = "..."}, store);  // Succeeded | WaitingApproval | ...
+/// out = g.resume("run-7", store, trellis::agent::Approve{.reviewer = "ana"});
+/// ```
+///
+/// The run loop, one step at a time: check cancellation and the step bound, find the node,
+/// pass the hooks, run the node on a copy of the state, pass the hooks again, then commit one
+/// checkpoint {status, state, next node, step, attempt} atomically (a version-checked append in
+/// the store), then log events. A crash loses at most the step in flight: resume continues at
+/// the first uncommitted node. The run's status moves only through a StateMachine over
+/// `lifecycle()`, so an impossible status is never committed.
+///
+/// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
+/// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
+/// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
+/// held by another worker (run_busy).
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/clock.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/events.hpp"
+#include "trellis/agent/hooks.hpp"
+#include "trellis/agent/node.hpp"
+#include "trellis/agent/outcome.hpp"
+#include "trellis/agent/permission.hpp"
+#include "trellis/agent/resume.hpp"
+#include "trellis/agent/retry.hpp"
+#include "trellis/agent/run_status.hpp"
+#include "trellis/agent/store.hpp"
+#include "trellis/machine/state_machine.hpp"
+#include "trellis/reactive/context.hpp"
+
+namespace trellis::agent {
+
+/// Per-call settings of run() and resume().
+struct RunOptions {
+  const ModeSwitch* mode = nullptr;     ///< the permission mode (nullptr: Default)
+  std::stop_token stop = {};            ///< cancellation, checked between steps
+  Clock* clock = nullptr;               ///< nullptr: SystemClock
+  std::function<double()> random = {};  ///< uniform [0, 1) for jitter; empty: a seeded engine
+  std::string worker = "worker";        ///< the lease owner's name (in run_busy messages)
+  /// Called on every status change of the run (from, to), on the calling thread.
+  std::function<void(RunStatus, RunStatus)> on_status = {};
+};
+
+namespace detail {
+std::string now_iso8601(const Clock& clock);
+std::string format_time(Clock::time_point t);
+}  // namespace detail
+
+template <class S>
+class Graph {
+ public:
+  using Migrate = std::function<nlohmann::json(nlohmann::json state, int from_version)>;
+
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Adds a node constructed from `args`; its name must be unique.
+  template <class N, class... Args>
+  Graph& add(Args&&... args) {
+    static_assert(std::is_base_of_v<Node<S>, N>, "trellis: Graph<S>::add<N>() needs a Node<S>");
+    return add(std::make_unique<N>(std::forward<Args>(args)...));
+  }
+  Graph& add(std::unique_ptr<Node<S>> node) {
+    std::string name(node->name());
+    if (name.empty()) throw graph_error("trellis: a node needs a non-empty name");
+    if (!nodes_.emplace(name, std::move(node)).second)
+      throw graph_error("trellis: the graph already has a node named '" + name + "'");
+    return *this;
+  }
+  Graph& entry(std::string name) {
+    entry_ = std::move(name);
+    return *this;
+  }
+  /// Steps a run may take in all (loops such as draft <-> review are bounded by it).
+  Graph& max_steps(std::uint64_t n) {
+    max_steps_ = n;
+    return *this;
+  }
+  Graph& retry(RetryPolicy policy) {
+    retry_ = policy;
+    return *this;
+  }
+  /// The user's version of the graph: part of the fingerprint stored with every run.
+  Graph& version(std::string v) {
+    version_ = std::move(v);
+    return *this;
+  }
+  /// The state's schema version, and how to bring older stored states up to it.
+  Graph& schema(int version, Migrate migrate = {}) {
+    schema_ = version;
+    migrate_ = std::move(migrate);
+    return *this;
+  }
+  Graph& hook(std::shared_ptr<Hook<S>> h) {
+    hooks_.push_back(std::move(h));
+    return *this;
+  }
+  /// Adds the built-in ModeGate hook.
+  Graph& mode_gate() { return hook(std::make_shared<ModeGate<S>>()); }
+
+  std::uint64_t max_steps() const noexcept { return max_steps_; }
+
+  /// Identifies the graph a run was stored by: its user version and its node names.
+  std::string fingerprint() const {
+    std::string f = "v=" + version_ + ";nodes=";
+    bool first = true;
+    for (const auto& [name, node] : nodes_) {  // std::map: sorted, stable
+      if (!first) f += ',';
+      f += name;
+      first = false;
+    }
+    return f;
+  }
+
+  /// The events of every run of this graph (also appended to the store's per-run log).
+  EventBus& events() noexcept { return events_; }
+
+  /// Starts run `run_id` at the entry node and runs it until it ends or pauses.
+  Outcome<S> run(const std::string& run_id, S initial, Store& store, RunOptions options = {}) {
+    check_run_id(run_id);
+    validate();
+    Lease lease = store.lease(run_id, options.worker);
+    if (store.latest(run_id))
+      throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
+    Checkpoint first;
+    first.run_id = run_id;
+    first.status = RunStatus::Queued;
+    first.next_node = entry_;
+    first.state = nlohmann::json(initial);
+    first.schema = schema_;
+    first.fingerprint = fingerprint();
+    Clock& clock = clock_of(options);
+    first.created_at = detail::now_iso8601(clock);
+    store.create(first);
+    Execution ex(*this, store, options, std::move(first), std::move(initial));
+    ex.emit("graph_started", {}, 0.0);
+    return ex.start(std::nullopt);
+  }
+
+  /// Continues run `run_id` from its newest checkpoint: after a crash, a cancellation or a
+  /// pause (which needs `decision`: Approve, Reject or Input).
+  Outcome<S> resume(const std::string& run_id, Store& store,
+                    std::optional<Resume> decision = std::nullopt, RunOptions options = {}) {
+    check_run_id(run_id);
+    validate();
+    Lease lease = store.lease(run_id, options.worker);
+    std::optional<Checkpoint> cp = store.latest(run_id);
+    if (!cp) throw unknown_run("trellis: no run '" + run_id + "' in the store");
+    if (cp->fingerprint != fingerprint())
+      throw graph_mismatch("trellis: run '" + run_id + "' was stored by graph [" + cp->fingerprint +
+                           "], this graph is [" + fingerprint() + "]");
+    if (terminal(cp->status))
+      throw run_finished("trellis: run '" + run_id + "' has already " +
+                         (cp->status == RunStatus::Succeeded ? "succeeded" : "failed") +
+                         "; it cannot be resumed");
+    if (cp->status == RunStatus::WaitingApproval && !decision)
+      throw graph_error("trellis: run '" + run_id +
+                        "' waits for a decision: resume it with Approve, Reject or Input");
+    S state = decode_state(*cp);
+    Execution ex(*this, store, options, std::move(*cp), std::move(state));
+    return ex.start(std::move(decision));
+  }
+
+  /// The state stored in `cp` (migrated to the current schema).
+  S decode_state(const Checkpoint& cp) const {
+    nlohmann::json j = cp.state;
+    if (cp.schema > schema_)
+      throw graph_mismatch("trellis: run '" + cp.run_id + "' holds state schema " +
+                           std::to_string(cp.schema) + ", newer than this program's " +
+                           std::to_string(schema_));
+    if (cp.schema < schema_) {
+      if (!migrate_)
+        throw graph_mismatch("trellis: run '" + cp.run_id + "' holds state schema " +
+                             std::to_string(cp.schema) + " and the graph has no migration to " +
+                             std::to_string(schema_));
+      j = migrate_(std::move(j), cp.schema);
+    }
+    try {
+      return j.template get<S>();
+    } catch (const nlohmann::json::exception& e) {
+      throw store_error("trellis: the state of run '" + cp.run_id +
+                        "' does not decode: " + e.what());
+    }
+  }
+
+ private:
+  void validate() const {
+    if (entry_.empty()) throw graph_error("trellis: the graph has no entry node");
+    if (!nodes_.contains(entry_))
+      throw graph_error("trellis: the entry node '" + entry_ + "' is not in the graph");
+  }
+
+  static Clock& clock_of(const RunOptions& o) {
+    return o.clock != nullptr ? *o.clock : SystemClock::instance();
+  }
+
+  /// One run call: the loop, with the run's lifecycle machine and its newest checkpoint.
+  class Execution {
+   public:
+    Execution(Graph& g, Store& store, RunOptions& options, Checkpoint cp, S state)
+        : g_(g),
+          store_(store),
+          options_(options),
+          clock_(clock_of(options)),
+          cp_(std::move(cp)),
+          state_(std::move(state)),
+          life_(ctx_, cp_.status, lifecycle()) {
+      if (options_.on_status)
+        status_sub_ = life_.on_transition(
+            [this](RunStatus from, RunStatus to) { options_.on_status(from, to); });
+      if (!options_.random) {
+        engine_.seed(std::random_device{}());
+        options_.random = [this] { return std::uniform_real_distribution<double>(0, 1)(engine_); };
+      }
+    }
+
+    Outcome<S> start(std::optional<Resume> decision) {
+      const auto started = std::chrono::steady_clock::now();
+      if (cp_.status == RunStatus::WaitingApproval) {
+        if (auto out = decide(*decision)) return *out;
+        emit("resumed", cp_.next_node, 0.0);
+      } else if (cp_.status == RunStatus::Cancelled) {
+        change(RunEvent::Start);
+        emit("resumed", cp_.next_node, 0.0);
+        decision.reset();
+      } else {
+        if (cp_.status == RunStatus::Queued) change(RunEvent::Start);
+        decision.reset();
+      }
+      Outcome<S> out = loop(std::move(decision));
+      (void)started;
+      return out;
+    }
+
+    void emit(const char* kind, const std::string& node, double ms,
+              nlohmann::json detail = nlohmann::json::object()) {
+      RunEventRecord e{kind, cp_.run_id,       cp_.step, node, detail::now_iso8601(clock_),
+                       ms,   std::move(detail)};
+      try {
+        store_.append_event(cp_.run_id, nlohmann::json(e));
+      } catch (const std::exception&) {  // the log is observability: it never fails a run
+      }
+      try {
+        g_.events_(e);
+      } catch (const std::exception&) {
+      }
+    }
+
+   private:
+    /// Applies a decision to a paused run; returns an outcome when it ends the run.
+    std::optional<Outcome<S>> decide(const Resume& decision) {
+      const std::optional<ApprovalRequest>& request =
+          cp_.interrupt ? cp_.interrupt->approval : std::nullopt;
+      if (request && request->expires_at && clock_.now() > *request->expires_at)
+        return fail(Reason::approval_expired,
+                    "the approval request expired at " + detail::format_time(*request->expires_at));
+      if (const auto* reject = std::get_if<Reject>(&decision)) {
+        std::string who = reject->reviewer.empty() ? "" : " by " + reject->reviewer;
+        return fail(Reason::approval_rejected,
+                    "rejected" + who + (reject->reason.empty() ? "" : ": " + reject->reason));
+      }
+      change(RunEvent::Continue);
+      return std::nullopt;
+    }
+
+    Outcome<S> loop(std::optional<Resume> decision) {
+      for (;;) {
+        if (options_.stop.stop_requested()) {
+          change(RunEvent::Cancel);
+          Checkpoint next = base();
+          next.status = RunStatus::Cancelled;
+          commit(std::move(next));
+          emit("cancelled", cp_.next_node, 0.0);
+          return outcome();
+        }
+        if (cp_.step >= g_.max_steps_)
+          return fail(Reason::max_steps,
+                      "stopped after " + std::to_string(cp_.step) + " steps (max_steps)");
+        auto it = g_.nodes_.find(cp_.next_node);
+        if (it == g_.nodes_.end())
+          return fail(Reason::unknown_node, "no node named '" + cp_.next_node + "'");
+        Node<S>& node = *it->second;
+        const std::string name(node.name());
+        const NodeInfo info{name, node.required_mode()};
+        const PermissionMode mode =
+            options_.mode != nullptr ? options_.mode->get() : PermissionMode::Default;
+        RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop,
+                       std::exchange(decision, std::nullopt), clock_);
+        emit("step_started", name, 0.0);
+        const auto t0 = std::chrono::steady_clock::now();
+
+        std::optional<NextStep> next;
+        S work = state_;
+        for (const auto& hook : g_.hooks_) {
+          BeforeDecision<S> d = hook->before(info, work, ctx);
+          if (auto* m = std::get_if<Modify<S>>(&d)) {
+            work = std::move(m->state);
+          } else if (auto* deny = std::get_if<Deny>(&d)) {
+            return fail(Reason::denied, deny->reason);
+          } else if (auto* replace = std::get_if<Replace>(&d)) {
+            next = std::move(replace->step);
+            break;
+          }
+        }
+        if (!next) {
+          try {
+            next = node.run(work, ctx);
+          } catch (const transient_error& e) {
+            if (auto out = retry_later(name, e.what())) return *out;
+            continue;
+          } catch (const std::exception& e) {
+            return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
+          }
+        }
+        for (const auto& hook : g_.hooks_) next = hook->after(info, work, std::move(*next), ctx);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+
+        if (auto* go = std::get_if<Goto>(&*next)) {
+          if (!g_.nodes_.contains(go->node))
+            return fail(Reason::unknown_node, "node '" + name + "' named a next node '" + go->node +
+                                                  "' that the graph does not have");
+        }
+        state_ = std::move(work);
+        if (auto* go = std::get_if<Goto>(&*next)) {
+          Checkpoint c = base();
+          c.status = RunStatus::Running;
+          c.next_node = go->node;
+          c.step = cp_.step + 1;
+          c.attempt = 0;
+          c.state = nlohmann::json(state_);
+          commit(std::move(c));
+          emit("step_completed", name, ms, {{"next", go->node}});
+        } else if (std::holds_alternative<Halt>(*next)) {
+          change(RunEvent::Succeed);
+          Checkpoint c = base();
+          c.status = RunStatus::Succeeded;
+          c.next_node.clear();
+          c.step = cp_.step + 1;
+          c.attempt = 0;
+          c.state = nlohmann::json(state_);
+          commit(std::move(c));
+          emit("step_completed", name, ms, {{"next", nullptr}});
+          emit("graph_completed", name, 0.0);
+          return outcome();
+        } else {
+          Interrupt& pause = std::get<Interrupt>(*next);
+          change(RunEvent::Interrupt);
+          Checkpoint c = base();
+          c.status = RunStatus::WaitingApproval;
+          c.next_node = pause.then.empty() ? name : pause.then;
+          c.resume_node = name;
+          c.step = cp_.step + 1;
+          c.attempt = 0;
+          c.state = nlohmann::json(state_);
+          c.interrupt = pause;
+          commit(std::move(c));
+          emit("step_completed", name, ms, {{"next", cp_.next_node}});
+          emit("interrupted", name, 0.0, {{"reason", pause.reason}});
+          return outcome();
+        }
+      }
+    }
+
+    /// A transient failure: count it (committed), then wait the backoff, or give up.
+    std::optional<Outcome<S>> retry_later(const std::string& node, const std::string& what) {
+      const std::uint32_t failed = cp_.attempt + 1;
+      if (failed >= g_.retry_.attempts)
+        return fail(Reason::retries_exhausted,
+                    "node '" + node + "' failed " + std::to_string(failed) + " times: " + what);
+      Checkpoint c = base();
+      c.status = RunStatus::Running;
+      c.attempt = failed;
+      commit(std::move(c));
+      const auto wait = backoff(g_.retry_, failed, options_.random());
+      emit("retry_scheduled", node, 0.0,
+           {{"attempt", failed}, {"backoff_ms", wait.count()}, {"error", what}});
+      clock_.sleep_for(wait, options_.stop);
+      return std::nullopt;
+    }
+
+    Outcome<S> fail(Reason reason, std::string detail) {
+      change(RunEvent::Fail);
+      Checkpoint c = base();
+      c.status = RunStatus::Failed;
+      c.reason = reason;
+      c.detail = detail;
+      commit(std::move(c));
+      emit("graph_failed", cp_.next_node, 0.0,
+           {{"reason", std::string(enumeration<Reason>::name(reason))}, {"detail", detail}});
+      return outcome();
+    }
+
+    /// The next checkpoint, starting as a copy of the newest.
+    Checkpoint base() const {
+      Checkpoint c = cp_;
+      c.reason = Reason::none;
+      c.detail.clear();
+      if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
+      return c;
+    }
+
+    void commit(Checkpoint next) {
+      next.seq = cp_.seq + 1;
+      next.created_at = detail::now_iso8601(clock_);
+      if (next.status != RunStatus::WaitingApproval) next.interrupt.reset();
+      store_.commit(next, cp_.seq);
+      cp_ = std::move(next);
+    }
+
+    void change(RunEvent e) {
+      if (!life_.send(e))
+        throw graph_error("trellis: run '" + cp_.run_id + "' cannot go from " +
+                          std::string(enumeration<RunStatus>::name(life_.state())) + " on " +
+                          std::string(enumeration<RunEvent>::name(e)));
+    }
+
+    Outcome<S> outcome() const {
+      Outcome<S> out;
+      out.status = cp_.status;
+      out.reason = cp_.reason;
+      out.detail = cp_.detail;
+      out.steps = cp_.step;
+      out.state = state_;
+      if (cp_.status == RunStatus::WaitingApproval) out.interrupt = cp_.interrupt;
+      return out;
+    }
+
+    Graph& g_;
+    Store& store_;
+    RunOptions& options_;
+    Clock& clock_;
+    Checkpoint cp_;
+    S state_;
+    trellis::Context ctx_;
+    StateMachine<RunStatus, RunEvent> life_;
+    Subscription status_sub_;
+    std::mt19937_64 engine_;
+  };
+
+  std::map<std::string, std::unique_ptr<Node<S>>, std::less<>> nodes_;
+  std::string entry_;
+  std::uint64_t max_steps_ = 1000;
+  RetryPolicy retry_;
+  std::string version_ = "1";
+  int schema_ = 1;
+  Migrate migrate_;
+  std::vector<std::shared_ptr<Hook<S>>> hooks_;
+  EventBus events_;
+};
+
+}  // namespace trellis::agent

@@ -1,0 +1,47 @@
+#pragma once
+/// @file
+/// How a run call ended: its status, and for a failed run the reason code (a stable name to
+/// branch on) and a detail text for people. A failed run is an outcome, not an exception:
+/// exceptions are kept for misuse and infrastructure (see errors.hpp).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "trellis/agent/next_step.hpp"
+#include "trellis/agent/run_status.hpp"
+#include "trellis/machine/enumeration.hpp"
+
+namespace trellis::agent {
+
+/// Why a run failed (or none).
+enum class Reason {
+  none,
+  approval_rejected,  ///< a person said no (a business failure)
+  approval_expired,   ///< nobody decided before the request's expires_at
+  denied,             ///< a hook (the ModeGate) refused a node and nothing routed elsewhere
+  max_steps,          ///< the step bound was reached (a loop that does not end)
+  unknown_node,       ///< a node named a next node the graph does not have
+  node_error,         ///< a node threw a non-transient exception
+  retries_exhausted,  ///< a transient error outlived the retry policy
+};
+TRELLIS_ENUM(Reason, none, approval_rejected, approval_expired, denied, max_steps, unknown_node,
+             node_error, retries_exhausted);
+
+/// The result of Graph::run or Graph::resume.
+template <class S>
+struct Outcome {
+  RunStatus status = RunStatus::Queued;  ///< Succeeded, Failed, WaitingApproval or Cancelled
+  Reason reason = Reason::none;
+  std::string detail = {};
+  std::uint64_t steps = 0;                            ///< committed steps so far
+  std::optional<S> state = std::nullopt;              ///< the last committed state
+  std::optional<Interrupt> interrupt = std::nullopt;  ///< set while WaitingApproval
+
+  bool succeeded() const noexcept { return status == RunStatus::Succeeded; }
+  bool interrupted() const noexcept { return status == RunStatus::WaitingApproval; }
+  bool failed() const noexcept { return status == RunStatus::Failed; }
+  bool cancelled() const noexcept { return status == RunStatus::Cancelled; }
+};
+
+}  // namespace trellis::agent

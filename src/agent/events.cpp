@@ -1,0 +1,42 @@
+// Event records as JSON, and the terminal progress printer.
+
+#include "trellis/agent/events.hpp"
+
+#include <cstdio>
+
+namespace trellis::agent {
+
+void to_json(nlohmann::json& j, const RunEventRecord& e) {
+  j = {{"kind", e.kind}, {"run_id", e.run_id},           {"step", e.step},    {"node", e.node},
+       {"at", e.at},     {"duration_ms", e.duration_ms}, {"detail", e.detail}};
+}
+
+void ProgressPrinter::operator()(const RunEventRecord& e) const {
+  std::ostream& out = *out_;
+  const std::string of = max_steps_ > 0 ? "/" + std::to_string(max_steps_) : "";
+  if (e.kind == "step_completed") {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f ms", e.duration_ms);
+    out << "[" << e.run_id << "] step " << e.step << of << " " << e.node << " \u2713 " << ms
+        << "\n";
+  } else if (e.kind == "retry_scheduled") {
+    out << "[" << e.run_id << "] step " << (e.step + 1) << of << " " << e.node << " retry "
+        << e.detail.value("attempt", 0) << " in " << e.detail.value("backoff_ms", 0)
+        << " ms: " << e.detail.value("error", std::string()) << "\n";
+  } else if (e.kind == "interrupted") {
+    out << "[" << e.run_id << "] paused at " << e.node << ": "
+        << e.detail.value("reason", std::string()) << "\n";
+  } else if (e.kind == "resumed") {
+    out << "[" << e.run_id << "] resumed at " << e.node << "\n";
+  } else if (e.kind == "graph_completed") {
+    out << "[" << e.run_id << "] succeeded after " << e.step << " steps\n";
+  } else if (e.kind == "graph_failed") {
+    out << "[" << e.run_id << "] failed (" << e.detail.value("reason", std::string())
+        << "): " << e.detail.value("detail", std::string()) << "\n";
+  } else if (e.kind == "cancelled") {
+    out << "[" << e.run_id << "] cancelled at step " << e.step << "\n";
+  }
+  out.flush();
+}
+
+}  // namespace trellis::agent

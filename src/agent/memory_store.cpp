@@ -1,0 +1,126 @@
+// MemoryStore: the Store contract over in-memory vectors, under one mutex.
+
+#include "trellis/agent/memory_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/graph.hpp"
+
+namespace trellis::agent {
+
+void MemoryStore::create(const Checkpoint& first) {
+  check_run_id(first.run_id);
+  std::lock_guard lock(m_);
+  auto [it, fresh] = runs_.try_emplace(first.run_id);
+  if (!fresh) throw run_busy("trellis: run '" + first.run_id + "' already exists");
+  it->second.checkpoints.push_back(first);
+}
+
+void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+  std::lock_guard lock(m_);
+  auto it = runs_.find(next.run_id);
+  if (it == runs_.end()) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
+  const Checkpoint& newest = it->second.checkpoints.back();
+  if (newest.seq != expected_seq)
+    throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
+                   std::to_string(newest.seq) + ", expected " + std::to_string(expected_seq) +
+                   "): another worker advanced it");
+  it->second.checkpoints.push_back(next);
+}
+
+std::optional<Checkpoint> MemoryStore::latest(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  return it->second.checkpoints.back();
+}
+
+std::optional<Checkpoint> MemoryStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  for (const Checkpoint& c : it->second.checkpoints)
+    if (c.seq == seq) return c;
+  return std::nullopt;
+}
+
+std::vector<Checkpoint> MemoryStore::history(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return {};
+  return it->second.checkpoints;
+}
+
+std::vector<std::string> MemoryStore::runs() {
+  std::lock_guard lock(m_);
+  std::vector<std::string> ids;
+  for (const auto& [id, run] : runs_) ids.push_back(id);
+  return ids;
+}
+
+namespace {
+struct LeaseToken {
+  MemoryStore* store;
+  std::string run_id;
+};
+}  // namespace
+
+Lease MemoryStore::lease(std::string_view run_id, std::string_view owner) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto [it, fresh] = leases_.try_emplace(std::string(run_id), std::string(owner));
+  if (!fresh)
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by '" +
+                   it->second + "'");
+  auto* token = new LeaseToken{this, std::string(run_id)};
+  return Lease(std::unique_ptr<void, void (*)(void*)>(token, [](void* p) {
+    auto* t = static_cast<LeaseToken*>(p);
+    t->store->release(t->run_id);
+    delete t;
+  }));
+}
+
+void MemoryStore::release(const std::string& run_id) {
+  std::lock_guard lock(m_);
+  leases_.erase(run_id);
+}
+
+void MemoryStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it != runs_.end()) it->second.events.push_back(event);
+}
+
+std::vector<nlohmann::json> MemoryStore::events(std::string_view run_id) {
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return {};
+  return it->second.events;
+}
+
+void MemoryStore::apply_retention(const Retention& retention) {
+  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
+  const std::string cutoff =
+      retention.finished_older_than
+          ? detail::format_time(std::chrono::system_clock::now() - *retention.finished_older_than)
+          : std::string();
+  std::lock_guard lock(m_);
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    auto& cps = it->second.checkpoints;
+    if (!cutoff.empty() && terminal(cps.back().status) && cps.back().created_at < cutoff &&
+        !leases_.contains(it->first)) {
+      it = runs_.erase(it);
+      continue;
+    }
+    if (retention.keep_last > 0 && cps.size() > retention.keep_last)
+      cps.erase(cps.begin(), cps.end() - static_cast<std::ptrdiff_t>(retention.keep_last));
+    ++it;
+  }
+}
+
+}  // namespace trellis::agent
