@@ -13,7 +13,11 @@ void to_json(nlohmann::json& j, const RunEventRecord& e) {
 
 void ProgressPrinter::operator()(const RunEventRecord& e) const {
   std::ostream& out = *out_;
-  const std::string of = max_steps_ > 0 ? "/" + std::to_string(max_steps_) : "";
+  std::string of;  // appended, not "/" + text: GCC 12 -O3 raises a false -Wrestrict on that
+  if (max_steps_ > 0) {
+    of += '/';
+    of += std::to_string(max_steps_);
+  }
   if (e.kind == "step_completed") {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", e.duration_ms);

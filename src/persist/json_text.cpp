@@ -46,6 +46,9 @@ std::optional<Refusal> parse_json(std::string_view text, nlohmann::json& out) {
                      "truncated: the JSON ends early (" + std::to_string(text.size()) + " bytes)"};
     }
     return Refusal{reason::not_json, "not JSON: syntax error at byte " + std::to_string(e.byte)};
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double's range (1e400): the parser says out_of_range, not parse_error.
+    return Refusal{reason::not_json, std::string("not JSON: ") + e.what()};
   }
   return std::nullopt;
 }
