@@ -9,7 +9,7 @@
 #include <trellis/machine/golden.hpp>
 #include <trellis/machine/transition_matrix.hpp>
 
-#include "doc_cycle.hpp"
+#include "document_cycle.hpp"
 #include "traffic_light.hpp"
 
 #ifndef TRELLIS_MACHINE_GOLDEN_DIR

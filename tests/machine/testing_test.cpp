@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "doc_cycle.hpp"
+#include "document_cycle.hpp"
 #include "traffic_light.hpp"
 
 #ifndef TRELLIS_MACHINE_GOLDEN_DIR

@@ -10,7 +10,8 @@ add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp)
 target_link_libraries(trellis_machine_tests PRIVATE trellis::trellis nlohmann_json::nlohmann_json
                                                     trellis_doctest_main)
-target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support)
+target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support
+                                                  ${PROJECT_SOURCE_DIR}/examples)
 # Golden files are read from the source tree (where TRELLIS_UPDATE_GOLDEN=1 rewrites them),
 # whatever the build or working directory.
 target_compile_definitions(trellis_machine_tests PRIVATE

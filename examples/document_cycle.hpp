@@ -14,7 +14,8 @@
 /// - Committed and Abandoned are terminal: only StartPreflight leaves them (the idempotent
 ///   Committed re-delivery is accepted but stays), and every other event is rejected.
 ///
-/// golden/doc_cycle.md holds the matrix these rules give, written by hand from the rules.
+/// tests/machine/golden/doc_cycle.md holds the matrix these rules give, written by hand from
+/// the rules; examples/document_cycle.cpp runs the machine and draws it.
 #pragma once
 
 #include <trellis/machine/enumeration.hpp>
