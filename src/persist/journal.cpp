@@ -217,8 +217,14 @@ void Journal::append(const JournalEntry& entry) {
   if (::fdatasync(fd_) != 0) {
     fail("fdatasync after appending a line", errno);
   }
+  try {
+    // Stands for an error reported after the line reached the disk: the caller will not
+    // acknowledge it, so the line must go (or the next append would repeat its epoch).
+    failpoint("journal.after_append", path_);
+  } catch (const persist_error& injected) {
+    fail(injected.operation(), EIO);
+  }
   size_ += line.size();
-  failpoint("journal.after_append", path_);
 }
 
 void Journal::truncate(std::uint64_t size) {

@@ -2,7 +2,8 @@
 /// @file
 /// Shared doubles for the persist/ suites: a scratch directory per test, byte-exact file
 /// snapshots, SHA-256 for hand-built files, and children started with posix_spawn (fork +
-/// exec; never a bare fork of the threaded test process) running `persist_helper`.
+/// exec; never a bare fork of the threaded test process) running `persist_helper` or
+/// `durable_child`.
 #pragma once
 
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -121,9 +123,10 @@ struct Child {
   int output_fd = -1;
 };
 
-/// Starts `persist_helper args...` with `extra_env` ("NAME=value") added to the environment.
-inline Child spawn_helper(const std::vector<std::string>& args,
-                          const std::vector<std::string>& extra_env = {}) {
+/// Starts `program args...` with `extra_env` ("NAME=value") added to the environment (and any
+/// inherited TRELLIS_FAILPOINT dropped).
+inline Child spawn_program(const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra_env = {}) {
   int fds[2];
   REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
   posix_spawn_file_actions_t actions;
@@ -131,7 +134,7 @@ inline Child spawn_helper(const std::vector<std::string>& args,
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
 
-  std::vector<std::string> arg_storage{TRELLIS_PERSIST_HELPER};
+  std::vector<std::string> arg_storage{program};
   arg_storage.insert(arg_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : arg_storage) {
@@ -161,6 +164,14 @@ inline Child spawn_helper(const std::vector<std::string>& args,
   child.output_fd = fds[0];
   return child;
 }
+
+#ifdef TRELLIS_PERSIST_HELPER
+/// Starts `persist_helper args...` with `extra_env` ("NAME=value") added to the environment.
+inline Child spawn_helper(const std::vector<std::string>& args,
+                          const std::vector<std::string>& extra_env = {}) {
+  return spawn_program(TRELLIS_PERSIST_HELPER, args, extra_env);
+}
+#endif
 
 /// Reads the child's output up to and including the first newline (bounded by `timeout`).
 inline std::string read_line(const Child& child,

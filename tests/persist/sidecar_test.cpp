@@ -128,6 +128,12 @@ TEST_CASE("sidecar: bytes that are not JSON are refused") {
   check_refused(trellis::encode_sidecar(sample()) + "garbage", reason::not_json, "not JSON");
 }
 
+TEST_CASE("sidecar: a number beyond a double's range is refused as not JSON") {
+  // Found by fuzz_loaders: nlohmann's parser raises out_of_range (406), not parse_error.
+  check_refused("{\"epoch\":1e400}\n", reason::not_json, "not JSON");
+  check_refused("[744e81261166749785]\n", reason::not_json, "not JSON");
+}
+
 TEST_CASE("sidecar: a JSON array is refused") {
   check_refused("[1, 2, 3]\n", reason::not_an_object, "a JSON array");
   check_refused("\"text\"\n", reason::not_an_object, "a JSON string");

@@ -21,3 +21,50 @@ target_compile_definitions(trellis_persist_tests PRIVATE
 add_dependencies(trellis_persist_tests trellis_persist_helper)
 add_test(NAME trellis_persist_tests COMMAND trellis_persist_tests)
 set_tests_properties(trellis_persist_tests PROPERTIES LABELS "persist" TIMEOUT 300)
+
+# DurableStateMachine in process: every durability mode, bad sidecars, schema, names, the lock.
+trellis_add_test_executable(trellis_durable_tests ${CMAKE_CURRENT_LIST_DIR}/durable_test.cpp)
+target_link_libraries(trellis_durable_tests PRIVATE OpenSSL::Crypto)
+add_test(NAME trellis_durable_tests COMMAND trellis_durable_tests)
+set_tests_properties(trellis_durable_tests PROPERTIES LABELS "persist" TIMEOUT 300)
+
+# Group commit is concurrency code: its cases also run in the ThreadSanitizer job.
+add_test(NAME trellis_durable_group_concurrency
+         COMMAND trellis_durable_tests "--test-case=durable: group*")
+set_tests_properties(trellis_durable_group_concurrency PROPERTIES LABELS "concurrency" TIMEOUT 300)
+if(TRELLIS_SANITIZE STREQUAL "thread")
+  set_tests_properties(trellis_durable_group_concurrency PROPERTIES ENVIRONMENT
+    "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()
+
+# Crashes: a durable_child is SIGKILLed at each failpoint and at random times; the parent
+# reopens and checks that nothing acknowledged was lost (TRELLIS_KILL_SEED replays a run,
+# TRELLIS_KILL_TRIALS sets the random loop's length).
+add_executable(trellis_durable_child ${CMAKE_CURRENT_LIST_DIR}/durable_child.cpp)
+target_link_libraries(trellis_durable_child PRIVATE trellis::trellis)
+if(COMMAND trellis_set_warnings)
+  trellis_set_warnings(trellis_durable_child)
+endif()
+
+trellis_add_test_executable(trellis_crash_tests ${CMAKE_CURRENT_LIST_DIR}/crash_test.cpp)
+target_link_libraries(trellis_crash_tests PRIVATE OpenSSL::Crypto)
+target_compile_definitions(trellis_crash_tests PRIVATE
+  TRELLIS_DURABLE_CHILD="$<TARGET_FILE:trellis_durable_child>")
+add_dependencies(trellis_crash_tests trellis_durable_child)
+add_test(NAME trellis_crash_tests COMMAND trellis_crash_tests)
+set_tests_properties(trellis_crash_tests PROPERTIES LABELS "persist;crash" TIMEOUT 300)
+
+# A libFuzzer target for the sidecar and journal loaders (.ci/run's fuzz phase builds it in
+# build/fuzz with clang++ and TRELLIS_SANITIZE=address, then runs it for a bounded time over
+# fuzz_corpus/). Not a ctest test: a fuzzing run is open-ended.
+if(TRELLIS_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TRELLIS_FUZZ=ON needs clang++ (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # Coverage feedback from the library's loaders, not only from the harness.
+  target_compile_options(trellis PRIVATE -fsanitize=fuzzer-no-link)
+  add_executable(trellis_fuzz_loaders ${CMAKE_CURRENT_LIST_DIR}/fuzz_loaders.cpp)
+  target_link_libraries(trellis_fuzz_loaders PRIVATE trellis::trellis)
+  target_compile_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
+  target_link_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
+endif()

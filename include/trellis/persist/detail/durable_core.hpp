@@ -174,9 +174,11 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
       write_state(to, epoch);
       return;
     }
-    if constexpr (std::is_constructible_v<nlohmann::json, const E&>) {
-      journal_->append(JournalEntry{epoch, nlohmann::json(e), state_json(from), state_json(to)});
-    }
+    // Replay needs only `to`: an event type without to_json is journaled as null, never skipped
+    // (skipping would acknowledge a transition written nowhere).
+    nlohmann::json event = nullptr;
+    if constexpr (std::is_constructible_v<nlohmann::json, const E&>) event = nlohmann::json(e);
+    journal_->append(JournalEntry{epoch, std::move(event), state_json(from), state_json(to)});
     if (++since_compact_ < options_.compact_every) return;
     try {  // the journal already holds the transition: a failed compaction loses nothing
       write_state(to, epoch);

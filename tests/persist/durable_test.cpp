@@ -1,0 +1,895 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// DurableStateMachine (issue 4, section 2 and the bad inputs of section 3), in process. The
+/// machine is a counter: S = int, E = int (a negative event is rejected, 0 leaves the state
+/// unchanged, n > 0 adds n), so the state and the epoch are easy to predict and to read back
+/// from the files. Behaviours that every durability mode promises run over the four modes
+/// with TEST_CASE_TEMPLATE; the rest name their mode. Crashes (SIGKILL at failpoints and at
+/// random times) are in crash_test.cpp.
+#include <trellis/error.hpp>
+#include <trellis/persist/durable_state_machine.hpp>
+#include <trellis/persist/failpoint.hpp>
+#include <trellis/persist/journal.hpp>
+#include <trellis/persist/sidecar.hpp>
+#include <trellis/reactive/context.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "persist_test_support.hpp"
+#include "test_support.hpp"
+
+using nlohmann::json;
+using persist_test::read_bytes;
+using persist_test::ScratchDir;
+using persist_test::write_bytes;
+using trellis::Durability;
+using trellis::DurableOptions;
+using trellis::OnCorrupt;
+using trellis::PersistEvent;
+using trellis::SendResult;
+using reason = trellis::recovery_error::reason;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Counter = trellis::DurableStateMachine<int, int>;
+
+std::optional<int> step(const int& s, const int& e) {
+  if (e < 0) return std::nullopt;  // rejected
+  return s + e;                    // e == 0: unchanged
+}
+
+// The durability modes, as types for TEST_CASE_TEMPLATE: the context each needs and its options.
+struct SyncMode {
+  using Ctx = trellis::Context;
+  static DurableOptions options() { return {.durability = Durability::sync}; }
+};
+struct GroupMode {
+  using Ctx = trellis::ThreadSafeContext;
+  static DurableOptions options() { return {.durability = Durability::group}; }
+};
+struct AsyncMode {
+  using Ctx = trellis::Context;
+  static DurableOptions options() { return {.durability = Durability::async}; }
+};
+struct JournalMode {
+  using Ctx = trellis::Context;
+  static DurableOptions options() { return {.durability = Durability::sync, .journal = true}; }
+};
+
+}  // namespace
+
+TYPE_TO_STRING(SyncMode);
+TYPE_TO_STRING(GroupMode);
+TYPE_TO_STRING(AsyncMode);
+TYPE_TO_STRING(JournalMode);
+
+#define DURABLE_MODES SyncMode, GroupMode, AsyncMode, JournalMode
+
+namespace {
+
+/// The epoch on disk: the sidecar's, or the last journal line's when that is further.
+std::uint64_t disk_epoch(const fs::path& file) {
+  std::uint64_t epoch = 0;
+  if (auto record = trellis::load_sidecar(file, "")) epoch = record->epoch;
+  for (const auto& entry : trellis::read_journal(trellis::journal_path_for(file)).entries) {
+    epoch = std::max(epoch, entry.epoch);
+  }
+  return epoch;
+}
+
+/// Identity and timestamps of a file, to prove that nothing wrote it.
+struct FileStamp {
+  bool exists = false;
+  ino_t inode = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::string bytes;
+
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+FileStamp stamp(const fs::path& file) {
+  FileStamp s;
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) return s;
+  s.exists = true;
+  s.inode = info.st_ino;
+  s.size = info.st_size;
+  s.mtime_ns = std::int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec;
+  s.bytes = read_bytes(file);
+  return s;
+}
+
+/// Runs `f` on a thread and fails the whole run if it does not return within `limit` (a
+/// deadlock cannot be unwound, so the process stops with a message).
+template <class F>
+void run_bounded(F f, std::chrono::seconds limit, const char* what) {
+  auto done = std::async(std::launch::async, std::move(f));
+  if (done.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "durable_test: '%s' did not finish within %llds (deadlock?)\n", what,
+                 static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  done.get();
+}
+
+const std::vector<std::string> sidecar_failpoints = {
+    "sidecar.after_temp_write", "sidecar.after_temp_fsync", "sidecar.after_rename",
+    "sidecar.before_dir_fsync"};
+
+/// A failure before the rename leaves the old sidecar; after it the file already holds the
+/// new record, unacknowledged (store_sidecar's documented contract).
+bool fails_before_rename(const std::string& failpoint) {
+  return failpoint == "sidecar.after_temp_write" || failpoint == "sidecar.after_temp_fsync";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ every mode
+
+TEST_CASE_TEMPLATE("durable: with no file it starts from the initial state at epoch 0", Mode,
+                   DURABLE_MODES) {
+  ScratchDir dir;
+  typename Mode::Ctx ctx;
+  Counter m(ctx, dir / "doc.json", 7, step, Mode::options());
+  CHECK(m.state() == 7);
+  CHECK(m.epoch() == 0);
+  CHECK(m.durable_through().get() == 0);
+  CHECK_FALSE(m.recovery().from_sidecar);
+  CHECK(m.recovery().epoch == 0);
+  CHECK_FALSE(m.recovery().quarantined_to.has_value());
+}
+
+TEST_CASE_TEMPLATE("durable: reopening recovers the state and epoch; the sidecar beats the initial",
+                   Mode, DURABLE_MODES) {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  {
+    typename Mode::Ctx ctx;
+    Counter m(ctx, file, 10, step, Mode::options());
+    for (int i = 0; i < 3; ++i) REQUIRE(m.send(5) == SendResult::Transitioned);
+    m.flush();
+  }
+  typename Mode::Ctx ctx;
+  Counter again(ctx, file, 999, step, Mode::options());
+  CHECK(again.state() == 25);
+  CHECK(again.epoch() == 3);
+  CHECK(again.durable_through().get() == 3);
+  CHECK(again.recovery().epoch == 3);
+}
+
+TEST_CASE_TEMPLATE("durable: every accepted transition bumps the epoch, on disk too", Mode,
+                   DURABLE_MODES) {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  typename Mode::Ctx ctx;
+  Counter m(ctx, file, 0, step, Mode::options());
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    CHECK(m.epoch() == i);
+    m.flush();
+    CHECK(m.durable_through().get() == i);
+    CHECK(disk_epoch(file) == i);
+  }
+}
+
+TEST_CASE_TEMPLATE("durable: a rejected or unchanged event writes nothing", Mode, DURABLE_MODES) {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  typename Mode::Ctx ctx;
+  Counter m(ctx, file, 0, step, Mode::options());
+  REQUIRE(m.send(2) == SendResult::Transitioned);
+  m.flush();
+  const FileStamp sidecar_before = stamp(file);
+  const FileStamp journal_before = stamp(journal);
+  const auto names_before = dir.names();
+  // The kernel's file timestamps are coarse (a few ms): let a write show in mtime.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  CHECK(m.send(-1) == SendResult::Rejected);
+  CHECK(m.send(0) == SendResult::Unchanged);
+  m.flush();
+
+  CHECK(m.epoch() == 1);
+  CHECK(m.state() == 2);
+  CHECK(stamp(file) == sidecar_before);
+  CHECK(stamp(journal) == journal_before);
+  CHECK(dir.names() == names_before);
+}
+
+TEST_CASE_TEMPLATE("durable: persisted events name the file and the epoch", Mode, DURABLE_MODES) {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  typename Mode::Ctx ctx;
+  Counter m(ctx, file, 0, step, Mode::options());
+  trellis_test::Log<PersistEvent> events;
+  boost::signals2::scoped_connection c =
+      m.events().connect([&](const PersistEvent& e) { events.push(e); });
+  REQUIRE(m.send(1) == SendResult::Transitioned);
+  m.flush();
+  const auto seen = events.items();
+  REQUIRE_FALSE(seen.empty());
+  CHECK(seen.back().kind == PersistEvent::Kind::persisted);
+  CHECK(seen.back().file == file);
+  CHECK(seen.back().epoch == 1);
+}
+
+TEST_CASE_TEMPLATE("durable: a second machine on the same file is refused, naming our pid", Mode,
+                   DURABLE_MODES) {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  typename Mode::Ctx ctx;
+  std::optional<Counter> first;
+  first.emplace(ctx, file, 0, step, Mode::options());
+  try {
+    Counter second(ctx, file, 0, step, Mode::options());
+    FAIL("a second owner was let in");
+  } catch (const trellis::sidecar_locked& e) {
+    CHECK(e.path() == file);
+    CHECK(e.holder() == ::getpid());
+    const std::string what = e.what();
+    CHECK(what.find(file.string()) != std::string::npos);
+    CHECK(what.find(std::to_string(::getpid())) != std::string::npos);
+  }
+  first.reset();
+  CHECK_NOTHROW(Counter(ctx, file, 0, step, Mode::options()));
+}
+
+// ------------------------------------------------------------------------------ sync
+
+TEST_CASE("durable: sync: an injected write failure is refused and nothing is acknowledged") {
+  for (const std::string& fp : sidecar_failpoints) {
+    INFO("failpoint " << fp);
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    trellis::Context ctx;
+    Counter m(ctx, file, 0, step);
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    int told = 0;
+    auto sub = m.on_transition([&](const int&, const int&) { ++told; });
+    const std::string before = read_bytes(file);
+    {
+      trellis::ScopedFailpoint armed(fp, trellis::FailpointAction::error);
+      CHECK_THROWS_AS(m.send(1), trellis::persist_error);
+    }
+    CHECK(m.state() == 1);
+    CHECK(m.epoch() == 1);
+    CHECK(m.durable_through().get() == 1);
+    CHECK(told == 0);
+    CHECK(dir.names() == std::set<std::string>{"doc.json", "doc.json.lock"});  // no temp left
+    if (fails_before_rename(fp)) {
+      CHECK(read_bytes(file) == before);
+    } else {
+      // Renamed but the directory fsync is unconfirmed: on disk, never acknowledged.
+      CHECK(trellis::load_sidecar(file, "doc")->epoch == 2);
+    }
+  }
+}
+
+TEST_CASE("durable: sync: sends after an injected write failure work") {
+  for (const std::string& fp : sidecar_failpoints) {
+    INFO("failpoint " << fp);
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    {
+      trellis::Context ctx;
+      Counter m(ctx, file, 0, step);
+      REQUIRE(m.send(1) == SendResult::Transitioned);
+      {
+        trellis::ScopedFailpoint armed(fp, trellis::FailpointAction::error);
+        CHECK_THROWS_AS(m.send(10), trellis::persist_error);
+      }
+      CHECK(m.send(2) == SendResult::Transitioned);
+      CHECK(m.state() == 3);
+      CHECK(m.epoch() == 2);
+      const auto record = trellis::load_sidecar(file, "doc");
+      REQUIRE(record.has_value());
+      CHECK(record->epoch == 2);
+      CHECK(record->state == json(3));
+    }
+    trellis::Context ctx;
+    Counter again(ctx, file, 0, step);
+    CHECK(again.state() == 3);
+    CHECK(again.epoch() == 2);
+  }
+}
+
+TEST_CASE("durable: sync: a failed write is reported as persist_failed") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step);
+  std::vector<PersistEvent> events;
+  boost::signals2::scoped_connection c =
+      m.events().connect([&](const PersistEvent& e) { events.push_back(e); });
+  {
+    trellis::ScopedFailpoint armed("sidecar.after_temp_fsync", trellis::FailpointAction::error);
+    CHECK_THROWS_AS(m.send(1), trellis::persist_error);
+  }
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == PersistEvent::Kind::persist_failed);
+  CHECK(events[0].file == file);
+  CHECK(events[0].epoch == 1);
+  CHECK(events[0].detail.find("sidecar.after_temp_fsync") != std::string::npos);
+}
+
+TEST_CASE("durable: a missing parent directory is a persist_error naming the file") {
+  ScratchDir dir;
+  const fs::path file = dir / "no-such-dir" / "doc.json";
+  trellis::Context ctx;
+  try {
+    Counter m(ctx, file, 0, step);
+    FAIL("opened a machine in a missing directory");
+  } catch (const trellis::persist_error& e) {
+    CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+  }
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("durable: a read-only directory refuses the write with a persist_error") {
+  if (persist_test::running_as_root()) {
+    MESSAGE("skipped: root ignores directory permissions");
+    return;
+  }
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step);
+  REQUIRE(m.send(1) == SendResult::Transitioned);
+  const std::string before = read_bytes(file);
+  fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
+  CHECK_THROWS_AS(m.send(1), trellis::persist_error);
+  fs::permissions(dir.path(), fs::perms::owner_all);
+  CHECK(m.epoch() == 1);
+  CHECK(read_bytes(file) == before);
+}
+
+// ------------------------------------------------------------------------------ group
+
+TEST_CASE("durable: group needs a ThreadSafeContext") {
+  ScratchDir dir;
+  trellis::Context ctx;
+  CHECK_THROWS_AS(Counter(ctx, dir / "doc.json", 0, step, {.durability = Durability::group}),
+                  trellis::error);
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("durable: group: concurrent sends each return durable and reach the exact total") {
+  const int per_thread = trellis_test::scaled(40, 4);
+  for (const int threads : {1, 2, 8}) {
+    INFO(threads << " threads x " << per_thread << " sends");
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    trellis::ThreadSafeContext ctx;
+    Counter m(ctx, file, 0, step, {.durability = Durability::group});
+    std::mutex seen_mutex;
+    std::vector<std::pair<int, int>> seen;
+    auto sub = m.on_transition([&](const int& from, const int& to) {
+      std::lock_guard lock(seen_mutex);
+      seen.emplace_back(from, to);
+    });
+    std::atomic<int> not_durable{0};
+    std::atomic<int> not_transitioned{0};
+    run_bounded(
+        [&] {
+          std::vector<std::thread> senders;
+          for (int t = 0; t < threads; ++t) {
+            senders.emplace_back([&] {
+              for (int i = 0; i < per_thread; ++i) {
+                if (m.send(1) != SendResult::Transitioned) ++not_transitioned;
+                // Our transition is at or before the epoch the machine shows now, and that
+                // must already be on disk.
+                const std::uint64_t reached = m.epoch();
+                if (trellis::load_sidecar(file, "doc")->epoch < reached) ++not_durable;
+              }
+            });
+          }
+          for (auto& s : senders) s.join();
+        },
+        std::chrono::seconds(120), "group senders");
+    const int total = threads * per_thread;
+    CHECK(not_transitioned.load() == 0);
+    CHECK(not_durable.load() == 0);
+    CHECK(m.state() == total);
+    CHECK(m.epoch() == static_cast<std::uint64_t>(total));
+    CHECK(trellis::load_sidecar(file, "doc")->epoch == static_cast<std::uint64_t>(total));
+    std::lock_guard lock(seen_mutex);
+    REQUIRE(seen.size() == static_cast<std::size_t>(total));
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      INFO("transition " << i);
+      CHECK(seen[i].first == static_cast<int>(i));
+      CHECK(seen[i].second == static_cast<int>(i) + 1);
+    }
+  }
+}
+
+TEST_CASE("durable: group: a send inside ctx.batch does not deadlock with other senders") {
+  const int rounds = trellis_test::scaled(20, 3);
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::ThreadSafeContext ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::group});
+  run_bounded(
+      [&] {
+        std::thread other([&] {
+          for (int i = 0; i < rounds * 2; ++i) (void)m.send(1);
+        });
+        for (int i = 0; i < rounds; ++i) {
+          ctx.batch([&] {
+            CHECK(m.send(1) == SendResult::Transitioned);
+            CHECK(m.send(1) == SendResult::Transitioned);
+          });
+        }
+        other.join();
+      },
+      std::chrono::seconds(60), "group send inside a batch");
+  CHECK(m.state() == rounds * 4);
+  CHECK(trellis::load_sidecar(file, "doc")->epoch == static_cast<std::uint64_t>(rounds * 4));
+}
+
+TEST_CASE("durable: group: a failed write refuses the pending sends and later sends work") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::ThreadSafeContext ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::group});
+  REQUIRE(m.send(1) == SendResult::Transitioned);
+  int told = 0;
+  auto sub = m.on_transition([&](const int&, const int&) { ++told; });
+  {
+    trellis::ScopedFailpoint armed("sidecar.after_temp_write", trellis::FailpointAction::error);
+    CHECK_THROWS_AS(m.send(1), trellis::persist_error);
+  }
+  CHECK(m.state() == 1);
+  CHECK(m.epoch() == 1);
+  CHECK(told == 0);
+  CHECK(trellis::load_sidecar(file, "doc")->epoch == 1);
+  CHECK(m.send(5) == SendResult::Transitioned);
+  CHECK(m.state() == 6);
+  CHECK(m.epoch() == 2);
+  CHECK(trellis::load_sidecar(file, "doc")->state == json(6));
+}
+
+// ------------------------------------------------------------------------------ async
+
+TEST_CASE("durable: async: durable_through lags behind the epoch until flush") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::async});
+  // A listener on the writer's thread holds the writer until we let it go.
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  boost::signals2::scoped_connection c =
+      m.events().connect([go](const PersistEvent&) { go.wait(); });
+  // CHECK, not REQUIRE: the writer must be released before the machine is destroyed.
+  for (int i = 0; i < 5; ++i) CHECK(m.send(1) == SendResult::Transitioned);
+  CHECK(m.epoch() == 5);
+  CHECK(m.state() == 5);
+  CHECK(m.durable_through().get() < m.epoch());
+  release.set_value();
+  m.flush();
+  CHECK(m.durable_through().get() == 5);
+  CHECK(disk_epoch(file) == 5);
+}
+
+TEST_CASE("durable: async: destruction flushes the last state") {
+  const int sends = trellis_test::scaled(200, 10);
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  {
+    trellis::Context ctx;
+    Counter m(ctx, file, 0, step, {.durability = Durability::async});
+    for (int i = 0; i < sends; ++i) REQUIRE(m.send(1) == SendResult::Transitioned);
+  }
+  trellis::Context ctx;
+  Counter again(ctx, file, 0, step, {.durability = Durability::async});
+  CHECK(again.state() == sends);
+  CHECK(again.epoch() == static_cast<std::uint64_t>(sends));
+}
+
+TEST_CASE("durable: async: a write failure surfaces at flush and as persist_failed") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::async});
+  trellis_test::Log<PersistEvent::Kind> kinds;
+  boost::signals2::scoped_connection c =
+      m.events().connect([&](const PersistEvent& e) { kinds.push(e.kind); });
+  {
+    trellis::ScopedFailpoint armed("sidecar.after_temp_fsync", trellis::FailpointAction::error);
+    REQUIRE(m.send(1) == SendResult::Transitioned);  // committed in memory only
+    CHECK_THROWS_AS(m.flush(), trellis::persist_error);
+  }
+  CHECK(m.durable_through().get() == 0);
+  CHECK(kinds.items() == std::vector<PersistEvent::Kind>{PersistEvent::Kind::persist_failed});
+  REQUIRE(m.send(1) == SendResult::Transitioned);
+  m.flush();
+  CHECK(m.durable_through().get() == 2);
+  CHECK(trellis::load_sidecar(file, "doc")->state == json(2));
+}
+
+// ------------------------------------------------------------------------------ journal
+
+namespace {
+
+std::string journal_lines(std::uint64_t first, std::uint64_t last) {
+  std::string out;
+  for (std::uint64_t e = first; e <= last; ++e) {
+    out += trellis::encode_journal_line({e, json(1), json(e - 1), json(e)});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("durable: journal: transitions are appended to the journal, not the sidecar") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step, {.journal = true});
+  for (int i = 0; i < 4; ++i) REQUIRE(m.send(3) == SendResult::Transitioned);
+  CHECK_FALSE(trellis::load_sidecar(file, "doc").has_value());
+  const auto contents = trellis::read_journal(trellis::journal_path_for(file));
+  REQUIRE(contents.entries.size() == 4);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    const auto& entry = contents.entries[i];
+    CHECK(entry.epoch == i + 1);
+    CHECK(entry.event == json(3));
+    CHECK(entry.from == json(3 * i));
+    CHECK(entry.to == json(3 * (i + 1)));
+  }
+}
+
+TEST_CASE("durable: journal: recovery is the sidecar plus a replay of the later lines") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  {
+    trellis::Context ctx;
+    Counter m(ctx, file, 0, step, {.journal = true, .compact_every = 3});
+    for (int i = 0; i < 5; ++i) REQUIRE(m.send(1) == SendResult::Transitioned);
+  }
+  CHECK(trellis::load_sidecar(file, "doc")->epoch == 3);
+  trellis::Context ctx;
+  Counter again(ctx, file, 0, step, {.journal = true, .compact_every = 3});
+  CHECK(again.state() == 5);
+  CHECK(again.epoch() == 5);
+  CHECK(again.recovery().from_sidecar);
+  CHECK(again.recovery().journal_replayed == 2);
+}
+
+TEST_CASE("durable: journal: compaction every N transitions keeps the journal short") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step, {.journal = true, .compact_every = 4});
+  for (int i = 1; i <= 22; ++i) {
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    CHECK(trellis::read_journal(journal).entries.size() == static_cast<std::size_t>(i % 4));
+  }
+  CHECK(trellis::load_sidecar(file, "doc")->epoch == 20);
+  CHECK(disk_epoch(file) == 22);
+}
+
+TEST_CASE("durable: journal: a torn last line is ignored, reported and cut") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  const std::string intact = journal_lines(1, 2);
+  const std::string third = journal_lines(3, 3);
+  write_bytes(journal, intact + third.substr(0, third.size() / 2));
+  {
+    trellis::Context ctx;
+    Counter m(ctx, file, 0, step, {.journal = true});
+    CHECK(m.state() == 2);
+    CHECK(m.epoch() == 2);
+    REQUIRE(m.recovery().torn_tail.has_value());
+    CHECK(m.recovery().torn_tail->find("line 3") != std::string::npos);
+    CHECK(read_bytes(journal) == intact);
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+  }
+  trellis::Context ctx;
+  Counter again(ctx, file, 0, step, {.journal = true});
+  CHECK(again.epoch() == 3);
+  CHECK_FALSE(again.recovery().torn_tail.has_value());
+}
+
+TEST_CASE("durable: journal: a corrupt line in the middle is a recovery_error") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  const std::string bytes = journal_lines(1, 1) + "{\"epoch\":2,\"garbage\n" + journal_lines(3, 3);
+  write_bytes(journal, bytes);
+  trellis::Context ctx;
+  try {
+    Counter m(ctx, file, 0, step, {.journal = true});
+    FAIL("a journal with a corrupt middle line was accepted");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.path() == journal);
+    CHECK(std::string(e.what()).find(journal.string()) != std::string::npos);
+  }
+  CHECK(read_bytes(journal) == bytes);
+}
+
+TEST_CASE("durable: journal: an injected append failure is refused and later sends work") {
+  for (const std::string fp : {"journal.mid_append", "journal.after_append"}) {
+    INFO("failpoint " << fp);
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    const fs::path journal = trellis::journal_path_for(file);
+    {
+      trellis::Context ctx;
+      Counter m(ctx, file, 0, step, {.journal = true});
+      REQUIRE(m.send(1) == SendResult::Transitioned);
+      const std::string before = read_bytes(journal);
+      {
+        trellis::ScopedFailpoint armed(fp, trellis::FailpointAction::error);
+        CHECK_THROWS_AS(m.send(1), trellis::persist_error);
+      }
+      CHECK(m.epoch() == 1);
+      CHECK(read_bytes(journal) == before);
+      CHECK(m.send(2) == SendResult::Transitioned);
+    }
+    trellis::Context ctx;
+    std::optional<Counter> again;
+    REQUIRE_NOTHROW(again.emplace(ctx, file, 0, step, DurableOptions{.journal = true}));
+    CHECK(again->state() == 3);
+    CHECK(again->epoch() == 2);
+  }
+}
+
+namespace {
+
+/// An event type with no to_json: the journal still holds every transition (the state).
+struct Bump {
+  friend bool operator==(const Bump&, const Bump&) = default;
+};
+
+}  // namespace
+
+TEST_CASE("durable: journal: an event type without to_json still journals every transition") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const auto bump = [](const int& s, const Bump&) -> std::optional<int> { return s + 1; };
+  {
+    trellis::Context ctx;
+    trellis::DurableStateMachine<int, Bump> m(ctx, file, 0, bump, {.journal = true});
+    for (int i = 0; i < 3; ++i) REQUIRE(m.send(Bump{}) == SendResult::Transitioned);
+  }
+  CHECK(trellis::read_journal(trellis::journal_path_for(file)).entries.size() == 3);
+  trellis::Context ctx;
+  trellis::DurableStateMachine<int, Bump> again(ctx, file, 0, bump, {.journal = true});
+  CHECK(again.epoch() == 3);
+  CHECK(again.state() == 3);
+}
+
+// ------------------------------------------------------------------------------ bad sidecars
+
+namespace {
+
+/// One bad file at the sidecar's path, and the reason it must be refused with.
+struct BadSidecar {
+  const char* what;
+  reason why;
+  void (*make)(const fs::path& file);
+  bool directory = false;
+};
+
+std::string good_bytes(std::uint64_t epoch = 4, json state = json(40), std::string machine = "doc",
+                       int schema = 1) {
+  return trellis::encode_sidecar(
+      {std::move(machine), epoch, schema, std::move(state), "2024-05-01T12:00:00.000Z"});
+}
+
+json good_object() { return json::parse(good_bytes()); }
+
+const std::vector<BadSidecar>& bad_sidecars() {
+  static const std::vector<BadSidecar> cases = {
+      {"empty", reason::empty, [](const fs::path& f) { write_bytes(f, ""); }},
+      {"truncated", reason::truncated,
+       [](const fs::path& f) { write_bytes(f, good_bytes().substr(0, good_bytes().size() / 2)); }},
+      {"not JSON", reason::not_json,
+       [](const fs::path& f) { write_bytes(f, "not json at all\n"); }},
+      {"a JSON array", reason::not_an_object, [](const fs::path& f) { write_bytes(f, "[1,2]\n"); }},
+      {"a bad checksum", reason::bad_checksum,
+       [](const fs::path& f) {
+         json o = good_object();
+         o["state"] = 41;
+         write_bytes(f, o.dump() + "\n");
+       }},
+      {"another format", reason::foreign_format,
+       [](const fs::path& f) {
+         json o = good_object();
+         o["format"] = "something.else";
+         write_bytes(f, persist_test::with_valid_checksum(o));
+       }},
+      {"a future version", reason::future_version,
+       [](const fs::path& f) {
+         json o = good_object();
+         o["version"] = trellis::sidecar_version + 1;
+         write_bytes(f, persist_test::with_valid_checksum(o));
+       }},
+      {"another machine's name", reason::foreign_machine,
+       [](const fs::path& f) { write_bytes(f, good_bytes(4, json(40), "someone-else")); }},
+      {"a state that does not decode", reason::bad_state,
+       [](const fs::path& f) { write_bytes(f, good_bytes(4, json("forty"))); }},
+      {"a directory at the path", reason::not_a_file,
+       [](const fs::path& f) { fs::create_directory(f); }, true},
+  };
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("durable: every bad sidecar is a recovery_error naming the file, left untouched") {
+  for (const BadSidecar& bad : bad_sidecars()) {
+    INFO("sidecar: " << bad.what);
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    bad.make(file);
+    const std::string bytes = bad.directory ? "" : read_bytes(file);
+    trellis::Context ctx;
+    try {
+      Counter m(ctx, file, 0, step);
+      FAIL("a bad sidecar was accepted");
+    } catch (const trellis::recovery_error& e) {
+      CHECK(e.path() == file);
+      CHECK_MESSAGE(e.why() == bad.why, "got " << trellis::recovery_error::name(e.why()));
+      CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+      CHECK_FALSE(e.detail().empty());
+    }
+    if (bad.directory) {
+      CHECK(fs::is_directory(file));
+    } else {
+      CHECK(read_bytes(file) == bytes);
+    }
+    for (const std::string& name : dir.names()) CHECK(name.find("corrupt") == std::string::npos);
+  }
+}
+
+TEST_CASE("durable: quarantine renames a bad sidecar aside and starts from the initial state") {
+  for (const BadSidecar& bad : bad_sidecars()) {
+    INFO("sidecar: " << bad.what);
+    ScratchDir dir;
+    const fs::path file = dir / "doc.json";
+    bad.make(file);
+    const std::string bytes = bad.directory ? "" : read_bytes(file);
+    trellis::Context ctx;
+    Counter m(ctx, file, 7, step, {.on_corrupt = OnCorrupt::quarantine});
+    CHECK(m.state() == 7);
+    CHECK(m.epoch() == 0);
+    const auto& report = m.recovery();
+    CHECK_FALSE(report.from_sidecar);
+    REQUIRE(report.quarantined_to.has_value());
+    const fs::path aside = *report.quarantined_to;
+    CHECK(aside.parent_path() == file.parent_path());
+    CHECK(aside.filename().string().starts_with("doc.json.corrupt-"));
+    CHECK_FALSE(report.quarantine_reason.empty());
+    if (bad.directory) {
+      CHECK(fs::is_directory(aside));
+    } else {
+      CHECK(read_bytes(aside) == bytes);
+    }
+    CHECK_FALSE(fs::exists(file));
+    REQUIRE(m.send(1) == SendResult::Transitioned);  // a fresh sidecar beside the quarantined
+    CHECK(trellis::load_sidecar(file, "doc")->state == json(8));
+    CHECK(fs::exists(aside));
+  }
+}
+
+TEST_CASE("durable: an unreadable sidecar is a recovery_error") {
+  if (persist_test::running_as_root()) {
+    MESSAGE("skipped: root reads files whatever their permissions");
+    return;
+  }
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  write_bytes(file, good_bytes());
+  fs::permissions(file, fs::perms::none);
+  trellis::Context ctx;
+  try {
+    Counter m(ctx, file, 0, step);
+    FAIL("an unreadable sidecar was accepted");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.why() == reason::unreadable);
+    CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+  }
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  CHECK(read_bytes(file) == good_bytes());
+}
+
+// ------------------------------------------------------------------------------ schema, name
+
+TEST_CASE("durable: a sidecar of a newer state schema is refused") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const std::string bytes = good_bytes(4, json(40), "doc", 3);
+  write_bytes(file, bytes);
+  trellis::Context ctx;
+  try {
+    Counter m(ctx, file, 0, step, {.schema_version = 2});
+    FAIL("a future schema was accepted");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.why() == reason::future_schema);
+    CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+  }
+  CHECK(read_bytes(file) == bytes);
+}
+
+TEST_CASE("durable: an older state schema goes through migrate") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  write_bytes(file, good_bytes(4, json{{"count", 40}}, "doc", 1));
+  std::vector<int> migrated_from;
+  trellis::Context ctx;
+  Counter m(ctx, file, 0, step, {.schema_version = 2, .migrate = [&](json state, int from) {
+                                   migrated_from.push_back(from);
+                                   return state.at("count");
+                                 }});
+  CHECK(migrated_from == std::vector<int>{1});
+  CHECK(m.state() == 40);
+  CHECK(m.epoch() == 4);
+  REQUIRE(m.send(1) == SendResult::Transitioned);
+  const auto record = trellis::load_sidecar(file, "doc");
+  CHECK(record->schema == 2);
+  CHECK(record->state == json(41));
+}
+
+TEST_CASE("durable: an older state schema without migrate is refused") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const std::string bytes = good_bytes(4, json(40), "doc", 1);
+  write_bytes(file, bytes);
+  trellis::Context ctx;
+  try {
+    Counter m(ctx, file, 0, step, {.schema_version = 2});
+    FAIL("an old schema was accepted without a migration");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(std::string(e.what()).find("migrate") != std::string::npos);
+  }
+  CHECK(read_bytes(file) == bytes);
+}
+
+TEST_CASE("durable: the sidecar's machine name is the file's stem unless the name option says") {
+  ScratchDir dir;
+  trellis::Context ctx;
+  {
+    Counter by_stem(ctx, dir / "doc-42.json", 0, step);
+    REQUIRE(by_stem.send(1) == SendResult::Transitioned);
+    CHECK(trellis::load_sidecar(dir / "doc-42.json", "")->machine == "doc-42");
+    Counter named(ctx, dir / "other.json", 0, step, {.name = "custom"});
+    REQUIRE(named.send(1) == SendResult::Transitioned);
+    CHECK(trellis::load_sidecar(dir / "other.json", "")->machine == "custom");
+  }
+  // The file of "custom" is refused by a machine that expects its stem, "other".
+  try {
+    Counter wrong(ctx, dir / "other.json", 0, step);
+    FAIL("another machine's sidecar was accepted");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.why() == reason::foreign_machine);
+  }
+  Counter right(ctx, dir / "other.json", 0, step, {.name = "custom"});
+  CHECK(right.state() == 1);
+}
