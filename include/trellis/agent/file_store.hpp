@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// `FileStore`: the embedded default store. Plain files under one root directory, no database.
+///
+/// Layout (one directory per run; run ids pass `check_run_id`, so they name a directory
+/// directly under the root and nothing else):
+///
+///     <root>/<run id>/journal.jsonl   the checkpoints: append-only, one record a line
+///     <root>/<run id>/events.jsonl    the event log (observability: appended, not fsync'd)
+///     <root>/<run id>/lease           flock'd by the lease holder, who writes "<pid> <owner>"
+///     <root>/<run id>/commit.lock     flock'd around every journal write (any process)
+///
+/// A journal line is a chain record (full checkpoint, or only the members that changed since
+/// the line before, with a full one every `snapshot_every` lines; see FileStoreOptions) plus
+/// "checksum":"sha256:<hex>" over the canonical dump of the rest, written with one write(2)
+/// and one fdatasync. The run directory and the root are fsync'd when an entry appears in
+/// them. A crash mid-append can only damage the last line: readers ignore a torn last line
+/// and the next writer cuts it off before appending; a damaged line before the last is a
+/// store_error naming the file and the line.
+///
+/// Concurrency: `commit` checks the newest seq and appends while holding commit.lock, so the
+/// version check holds across threads, FileStore objects and processes. The lease is a
+/// flock(LOCK_EX | LOCK_NB) on the lease file through its own open file description, so a
+/// second thread or process is refused (run_busy naming the holder's pid), and the kernel
+/// frees the lease of a process that dies, even by SIGKILL.
+///
+/// Retention: keep_last rewrites a journal atomically (temporary file, fsync, rename,
+/// directory fsync), its first kept line becoming a full record; a finished run older than
+/// the limit is renamed aside (to a name no run id can take) and then deleted, unless
+/// someone holds its lease. Leftovers of an interrupted deletion are removed at open.
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "trellis/agent/store.hpp"
+
+namespace trellis::agent {
+
+/// Settings of a FileStore.
+struct FileStoreOptions {
+  /// fdatasync every journal append (and fsync directories). Turn off only for throwaway
+  /// runs: a power cut may then lose committed checkpoints.
+  bool sync = true;
+  /// A full checkpoint every this many journal lines; the lines between hold only what
+  /// changed (an unchanged 4 KiB member of the state costs nothing on those lines).
+  std::size_t snapshot_every = 64;
+};
+
+class FileStore final : public Store {
+ public:
+  /// Opens (creating it and its parents if needed) the store rooted at `root`. Throws
+  /// store_error when the root cannot be created or is not a directory.
+  explicit FileStore(std::filesystem::path root, FileStoreOptions options = {});
+  ~FileStore() override;
+  FileStore(const FileStore&) = delete;
+  FileStore& operator=(const FileStore&) = delete;
+
+  void create(const Checkpoint& first) override;
+  void commit(const Checkpoint& next, std::uint64_t expected_seq) override;
+  std::optional<Checkpoint> latest(std::string_view run_id) override;
+  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
+  std::vector<Checkpoint> history(std::string_view run_id) override;
+  std::vector<std::string> runs() override;
+  Lease lease(std::string_view run_id, std::string_view owner) override;
+  void append_event(std::string_view run_id, const nlohmann::json& event) override;
+  std::vector<nlohmann::json> events(std::string_view run_id) override;
+  void apply_retention(const Retention& retention) override;
+
+  /// The root directory.
+  const std::filesystem::path& root() const noexcept { return root_; }
+  /// The directory of run `run_id` (validated; it may not exist).
+  std::filesystem::path run_directory(std::string_view run_id) const;
+
+ private:
+  struct RunFiles;  // per run: the cached newest checkpoint and open descriptors
+  std::shared_ptr<RunFiles> files(std::string_view run_id);
+  void forget(const std::string& run_id);
+
+  std::filesystem::path root_;
+  FileStoreOptions options_;
+  std::mutex m_;
+  std::map<std::string, std::shared_ptr<RunFiles>, std::less<>> runs_;
+};
+
+}  // namespace trellis::agent

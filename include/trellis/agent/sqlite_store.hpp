@@ -1,0 +1,94 @@
+#pragma once
+/// @file
+/// `SqliteStore`: runs in one SQLite database (target `trellis::sqlite`, so programs that do
+/// not use it never link SQLite).
+///
+/// The database is in WAL mode with `synchronous` as configured (FULL by default: a commit
+/// that returned survives a power cut) and a busy timeout, so several processes can share it.
+/// Tables: `trellis_schema` (one row: the schema version; a newer version, or tables of these
+/// names without it, are refused with store_error), `runs` (one row per run: its newest seq,
+/// status and time), `checkpoints` (the chain records: a full checkpoint every
+/// `snapshot_every` rows, the members that changed in between, as in FileStore), `events`
+/// and `leases`.
+///
+/// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
+/// is not `expected_seq`, and nothing is written), insert the checkpoint, update the run,
+/// renew this store's lease on the run, COMMIT. A lease is a row {owner, pid, expiry}: a
+/// second owner gets run_busy until the holder releases it (RAII) or it expires (`lease_ttl`
+/// after it was taken or last renewed by a commit, so a crashed holder frees it by itself); a
+/// holder whose expired lease was taken over gets run_busy at its next commit.
+///
+/// Events are inserted with synchronous=OFF: they become durable with the next checkpoint
+/// commit, never costing an fsync of their own (they are observability, not state).
+///
+/// One connection per object, guarded by a mutex; statements are prepared once. Every
+/// failure is a store_error naming the database file and carrying SQLite's message.
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "trellis/agent/store.hpp"
+
+namespace trellis::agent {
+
+/// SQLite's `PRAGMA synchronous` levels (https://sqlite.org/pragma.html#pragma_synchronous).
+enum class SqliteSynchronous {
+  off,     ///< no fsync: fast, a power cut may lose or corrupt recent commits
+  normal,  ///< in WAL mode: durable up to the last checkpoint of the WAL; never corrupt
+  full,    ///< every commit fsync'd: a commit that returned survives a power cut
+  extra,   ///< full, plus the directory sync after the journal is deleted
+};
+
+/// Settings of a SqliteStore.
+struct SqliteStoreOptions {
+  SqliteSynchronous synchronous = SqliteSynchronous::full;
+  /// How long a statement waits for another connection's lock before failing.
+  std::chrono::milliseconds busy_timeout{5000};
+  /// How long a lease lives without a commit renewing it.
+  std::chrono::milliseconds lease_ttl{30000};
+  /// A full checkpoint every this many rows of a run; the rows between hold only what changed.
+  std::size_t snapshot_every = 64;
+};
+
+class SqliteStore final : public Store {
+ public:
+  /// The schema version this build writes and reads.
+  static constexpr int schema_version = 1;
+
+  /// Opens (creating it if needed) the database at `path`. Throws store_error when it cannot
+  /// be opened, is not a SQLite database, holds a newer schema or foreign tables.
+  explicit SqliteStore(std::filesystem::path path, SqliteStoreOptions options = {});
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  void create(const Checkpoint& first) override;
+  void commit(const Checkpoint& next, std::uint64_t expected_seq) override;
+  std::optional<Checkpoint> latest(std::string_view run_id) override;
+  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
+  std::vector<Checkpoint> history(std::string_view run_id) override;
+  std::vector<std::string> runs() override;
+  Lease lease(std::string_view run_id, std::string_view owner) override;
+  void append_event(std::string_view run_id, const nlohmann::json& event) override;
+  std::vector<nlohmann::json> events(std::string_view run_id) override;
+  void apply_retention(const Retention& retention) override;
+
+  /// The database file.
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  struct Db;  // the connection, its prepared statements and the per-run encoder cache
+  void release(const std::string& run_id, const std::string& token) noexcept;
+
+  std::filesystem::path path_;
+  SqliteStoreOptions options_;
+  std::mutex m_;
+  std::unique_ptr<Db> db_;
+};
+
+}  // namespace trellis::agent

@@ -1,0 +1,131 @@
+// The chain encoding of checkpoints shared by FileStore and SqliteStore (see the header).
+
+#include "checkpoint_codec.hpp"
+
+#include <string>
+#include <utility>
+
+#include "trellis/agent/errors.hpp"
+
+namespace trellis::agent::detail {
+
+namespace {
+
+// The checkpoint as JSON without "seq" (the record carries it).
+nlohmann::json body_of(const Checkpoint& c) {
+  nlohmann::json j = c;
+  j.erase("seq");
+  return j;
+}
+
+// Members of `now` that differ from `before` into `set`, members gone into `unset`. The
+// member "state" is skipped when `skip_state` (it is diffed one level down instead).
+void diff_members(const nlohmann::json& before, const nlohmann::json& now, bool skip_state,
+                  nlohmann::json& set, nlohmann::json& unset) {
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (skip_state && it.key() == "state") continue;
+    auto old = before.find(it.key());
+    if (old == before.end() || *old != it.value()) set[it.key()] = it.value();
+  }
+  for (auto it = before.begin(); it != before.end(); ++it) {
+    if (skip_state && it.key() == "state") continue;
+    if (!now.contains(it.key())) unset.push_back(it.key());
+  }
+}
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw store_error("trellis: a checkpoint record is invalid: " + why);
+}
+
+void apply_members(nlohmann::json& target, const nlohmann::json& record, const char* set_key,
+                   const char* unset_key) {
+  if (auto set = record.find(set_key); set != record.end()) {
+    if (!set->is_object()) refuse(std::string("\"") + set_key + "\" is not an object");
+    for (auto it = set->begin(); it != set->end(); ++it) target[it.key()] = it.value();
+  }
+  if (auto unset = record.find(unset_key); unset != record.end()) {
+    if (!unset->is_array()) refuse(std::string("\"") + unset_key + "\" is not an array");
+    for (const auto& key : *unset) {
+      if (!key.is_string()) refuse(std::string("\"") + unset_key + "\" holds a non-string");
+      target.erase(key.get<std::string>());
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json CheckpointEncoder::encode(const Checkpoint& c) {
+  nlohmann::json now = body_of(c);
+  nlohmann::json record = {{"seq", c.seq}};
+  if (!previous_ || since_full_ + 1 >= every_) {
+    record["full"] = now;
+    since_full_ = 0;
+  } else {
+    const nlohmann::json& before = *previous_;
+    const auto old_state = before.find("state");
+    const bool diff_state = old_state != before.end() && old_state->is_object() &&
+                            now.at("state").is_object();
+    nlohmann::json set = nlohmann::json::object();
+    nlohmann::json unset = nlohmann::json::array();
+    diff_members(before, now, diff_state, set, unset);
+    if (!set.empty()) record["set"] = std::move(set);
+    if (!unset.empty()) record["unset"] = std::move(unset);
+    if (diff_state) {
+      nlohmann::json state_set = nlohmann::json::object();
+      nlohmann::json state_unset = nlohmann::json::array();
+      diff_members(*old_state, now.at("state"), false, state_set, state_unset);
+      if (!state_set.empty()) record["state_set"] = std::move(state_set);
+      if (!state_unset.empty()) record["state_unset"] = std::move(state_unset);
+    }
+    ++since_full_;
+  }
+  previous_ = std::move(now);
+  return record;
+}
+
+void CheckpointEncoder::continue_after(nlohmann::json previous, std::size_t since_full) {
+  previous.erase("seq");
+  previous_ = std::move(previous);
+  since_full_ = since_full;
+}
+
+bool CheckpointDecoder::is_full(const nlohmann::json& record) {
+  return record.is_object() && record.contains("full");
+}
+
+std::uint64_t CheckpointDecoder::apply(const nlohmann::json& record) {
+  if (!record.is_object()) refuse("not an object");
+  const auto seq = record.find("seq");
+  if (seq == record.end() || !seq->is_number_unsigned()) refuse("\"seq\" is not an unsigned");
+  const std::uint64_t n = seq->get<std::uint64_t>();
+  if (started_ && n <= seq_)
+    refuse("seq " + std::to_string(n) + " does not follow seq " + std::to_string(seq_));
+  if (const auto full = record.find("full"); full != record.end()) {
+    if (!full->is_object()) refuse("\"full\" is not an object");
+    current_ = *full;
+    since_full_ = 0;
+  } else {
+    if (!started_) refuse("a delta record (seq " + std::to_string(n) + ") has no record before it");
+    apply_members(current_, record, "set", "unset");
+    if (record.contains("state_set") || record.contains("state_unset")) {
+      nlohmann::json& state = current_["state"];
+      if (!state.is_object()) refuse("a state delta over a state that is not an object");
+      apply_members(state, record, "state_set", "state_unset");
+    }
+    ++since_full_;
+  }
+  seq_ = n;
+  started_ = true;
+  return n;
+}
+
+Checkpoint CheckpointDecoder::current() const {
+  if (!started_) refuse("no record");
+  nlohmann::json j = current_;
+  j["seq"] = seq_;
+  Checkpoint c;
+  from_json(j, c);
+  return c;
+}
+
+}  // namespace trellis::agent::detail

@@ -1,0 +1,88 @@
+#pragma once
+// Private to src/agent: the record encoding FileStore and SqliteStore share.
+//
+// A run's checkpoints are stored as a chain of records. A *full* record holds the whole
+// checkpoint; a *delta* record holds only what changed since the record before it:
+//
+//     {"seq":N,"full":{<checkpoint JSON without seq>}}
+//     {"seq":N,"set":{<changed members>},"unset":[<removed members>],
+//      "state_set":{<changed top-level state members>},"state_unset":[...]}
+//
+// (empty parts are left out). The state is diffed one level deep when both the old and the
+// new state are JSON objects, so a big member that did not change costs nothing; otherwise a
+// changed state goes whole into "set". A full record starts a run and then every
+// `snapshot_every`-th record, which bounds both the cost of reading one checkpoint (at most
+// that many records back) and the damage a bad record can do. Why not a byte-level diff or
+// compression: the members that change per step are small (seq, step, next node, a few
+// state members), so a member diff already lands far below the 400 bytes per step that the
+// issue asks for, and it stays readable with a text editor.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/checkpoint.hpp"
+
+namespace trellis::agent::detail {
+
+/// Default distance between full records.
+inline constexpr std::size_t default_snapshot_every = 64;
+
+/// Turns the checkpoints of one run, in order, into chain records.
+class CheckpointEncoder {
+ public:
+  explicit CheckpointEncoder(std::size_t snapshot_every = default_snapshot_every)
+      : every_(snapshot_every == 0 ? 1 : snapshot_every) {}
+
+  /// The record for `c`: full for the first record and every `snapshot_every`-th, otherwise a
+  /// delta against the checkpoint encoded before it.
+  nlohmann::json encode(const Checkpoint& c);
+
+  /// Continues a chain whose newest checkpoint is `previous` (as JSON), `since_full` records
+  /// after its last full record (0: `previous` is full).
+  void continue_after(nlohmann::json previous, std::size_t since_full);
+
+  /// Forgets the chain: the next record is full.
+  void restart() noexcept { previous_.reset(); }
+
+  /// Records since the last full one, counting the newest (0 when the newest is full).
+  std::size_t since_full() const noexcept { return since_full_; }
+  /// The newest encoded checkpoint as JSON (without "seq"), if any.
+  const std::optional<nlohmann::json>& previous() const noexcept { return previous_; }
+
+ private:
+  std::size_t every_;
+  std::optional<nlohmann::json> previous_;
+  std::size_t since_full_ = 0;
+};
+
+/// Replays chain records, in order, back into checkpoints. Errors are store_error without a
+/// location: the caller knows the file or table and adds it.
+class CheckpointDecoder {
+ public:
+  /// Applies one record (a delta needs a record before it). Returns its seq.
+  std::uint64_t apply(const nlohmann::json& record);
+
+  /// The checkpoint after the records applied so far.
+  Checkpoint current() const;
+  /// The seq of the newest record applied.
+  std::uint64_t seq() const noexcept { return seq_; }
+  /// The same, as JSON without "seq".
+  const nlohmann::json& current_json() const noexcept { return current_; }
+  /// Records applied since the last full one (0 when the newest was full).
+  std::size_t since_full() const noexcept { return since_full_; }
+  bool empty() const noexcept { return !started_; }
+
+  /// True when `record` is a full record.
+  static bool is_full(const nlohmann::json& record);
+
+ private:
+  nlohmann::json current_;
+  std::uint64_t seq_ = 0;
+  std::size_t since_full_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace trellis::agent::detail

@@ -1,0 +1,660 @@
+// FileStore: runs as files, one directory per run (the model is in file_store.hpp).
+//
+// Every run has a RunFiles entry: a mutex for the threads of this process, open descriptors,
+// and a cache of the journal's newest checkpoint keyed by the journal's inode, size and mtime,
+// so a commit does not re-read the journal unless another writer (a process, another
+// FileStore object, a retention rewrite) changed it. Writers hold commit.lock (flock) and
+// check that the descriptor they locked is still the file at the path: a retention deletion
+// may have moved the run away and a new run of the same id created fresh files.
+
+#include "trellis/agent/file_store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "../persist/checksum.hpp"
+#include "../persist/file_io.hpp"
+#include "../persist/json_text.hpp"
+#include "checkpoint_codec.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/graph.hpp"
+#include "trellis/persist/failpoint.hpp"
+
+namespace trellis::agent {
+
+namespace fs = std::filesystem;
+using trellis::detail::unique_fd;
+
+namespace {
+
+constexpr const char* kJournal = "journal.jsonl";
+constexpr const char* kJournalTemp = "journal.jsonl.tmp";
+constexpr const char* kEvents = "events.jsonl";
+constexpr const char* kLease = "lease";
+constexpr const char* kCommitLock = "commit.lock";
+// '~' is not allowed in run ids, so no run can ever be named like a directory being deleted.
+constexpr std::string_view kTrashPrefix = "~trash.";
+// Runs whose descriptors and cache are kept; beyond it, idle ones are closed (a long-lived
+// worker that touches many runs must not run out of descriptors).
+constexpr std::size_t kMaxOpenRuns = 128;
+
+[[noreturn]] void fail(const fs::path& file, const std::string& operation, int err) {
+  throw store_error("trellis: file store: " + operation + " '" + file.string() +
+                    "': " + std::strerror(err));
+}
+
+[[noreturn]] void corrupt(const fs::path& file, std::size_t line, const std::string& why) {
+  throw store_error("trellis: file store: '" + file.string() + "' line " + std::to_string(line) +
+                    " is corrupt: " + why);
+}
+
+bool valid_run_id(std::string_view id) {
+  try {
+    check_run_id(id);
+    return true;
+  } catch (const invalid_run_id&) {
+    return false;
+  }
+}
+
+int open_retrying(const fs::path& path, int flags, mode_t mode = 0600) {
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// Creates `dir` if it is missing (fsyncing its parent when it did); refuses a non-directory.
+void ensure_directory(const fs::path& dir, bool sync) {
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    if (sync) {
+      if (const int err = trellis::detail::fsync_directory(dir.parent_path()))
+        fail(dir.parent_path(), "fsync the directory", err);
+    }
+    return;
+  }
+  if (errno == EEXIST) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
+    fail(dir, "use as a directory", ENOTDIR);
+  }
+  fail(dir, "create the directory", errno);
+}
+
+void flock_blocking(int fd, const fs::path& path) {
+  int r = 0;
+  do {
+    r = ::flock(fd, LOCK_EX);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) fail(path, "flock", errno);
+}
+
+// True when `fd` is still the file found at `path` (it was not renamed away or replaced).
+bool same_file(int fd, const fs::path& path) {
+  struct stat a {}, b {};
+  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0) return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The identity of a file's content as far as the cache is concerned.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+FileStamp stamp_of(const struct stat& st) {
+  return {st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// One journal line: the record, its checksum spliced in as the last member.
+std::string encode_line(const nlohmann::json& record) {
+  std::string body;
+  try {
+    body = record.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error(std::string("trellis: file store: a checkpoint cannot be encoded: ") +
+                      e.what());
+  }
+  const std::string checksum = trellis::detail::checksum_of(body);
+  body.pop_back();  // the closing brace of a non-empty object
+  body += ",\"checksum\":\"";
+  body += checksum;
+  body += "\"}\n";
+  return body;
+}
+
+// What read_journal found.
+struct JournalRead {
+  bool exists = false;
+  FileStamp stamp;            // of the bytes read (size = bytes read)
+  std::uint64_t valid_size = 0;
+  bool torn = false;
+  std::size_t records = 0;
+};
+
+// Reads the journal at `path`, applying each intact record to `decoder` and then calling
+// `visit(decoder, seq)` (return false to stop early). A torn last line is ignored; any other
+// bad line is a store_error naming the file and the line.
+template <class Visit>
+JournalRead read_journal(const fs::path& path, detail::CheckpointDecoder& decoder, Visit&& visit) {
+  JournalRead out;
+  unique_fd fd(open_retrying(path, O_RDONLY));
+  if (!fd) {
+    if (errno == ENOENT) return out;
+    fail(path, "open", errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "stat", errno);
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  out.exists = true;
+  out.stamp = stamp_of(st);
+  out.stamp.size = text.size();
+
+  std::size_t pos = 0;
+  std::size_t number = 0;
+  while (pos < text.size()) {
+    ++number;
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) {
+      out.torn = true;  // a crash mid-append
+      break;
+    }
+    const bool last = end + 1 == text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    nlohmann::json record;
+    auto refusal = trellis::detail::parse_json(line, record);
+    if (!refusal) refusal = trellis::detail::take_and_verify_checksum(record);
+    if (refusal) {
+      if (last) {
+        out.torn = true;
+        break;
+      }
+      corrupt(path, number, refusal->detail);
+    }
+    std::uint64_t seq = 0;
+    try {
+      seq = decoder.apply(record);
+    } catch (const store_error& e) {
+      corrupt(path, number, e.what());
+    }
+    pos = end + 1;
+    out.valid_size = pos;
+    ++out.records;
+    if (!visit(decoder, seq)) break;
+  }
+  return out;
+}
+
+// Writes `bytes` as a new file `path` (fsync'd) and renames it over `target`, then fsyncs the
+// directory: `target` has either its old or its new content after a crash.
+void replace_file(const fs::path& temp, const fs::path& target, std::string_view bytes, bool sync) {
+  unique_fd fd(open_retrying(temp, O_WRONLY | O_CREAT | O_TRUNC));
+  if (!fd) fail(temp, "create", errno);
+  if (const int err = trellis::detail::write_all(fd.get(), bytes)) fail(temp, "write", err);
+  if (sync && ::fdatasync(fd.get()) != 0) fail(temp, "fdatasync", errno);
+  if (const int err = fd.close()) fail(temp, "close", err);
+  if (::rename(temp.c_str(), target.c_str()) != 0) fail(target, "rename over", errno);
+  if (sync) {
+    if (const int err = trellis::detail::fsync_directory(target.parent_path()))
+      fail(target.parent_path(), "fsync the directory", err);
+  }
+}
+
+// Holds an exclusive flock on an open descriptor for a scope.
+class FlockGuard {
+ public:
+  FlockGuard() = default;
+  explicit FlockGuard(int fd) : fd_(fd) {}
+  FlockGuard(FlockGuard&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  FlockGuard& operator=(FlockGuard&&) = delete;
+  ~FlockGuard() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Tries to take the lease file of `dir` without waiting. On success returns the descriptor;
+// on a held lease returns an empty descriptor and the holder's text ("pid N, owner 'w'").
+struct LeaseAttempt {
+  unique_fd fd;
+  std::string holder;
+};
+
+LeaseAttempt try_lease(const fs::path& dir, bool sync) {
+  const fs::path file = dir / kLease;
+  for (int attempt = 0;; ++attempt) {
+    ensure_directory(dir, sync);
+    unique_fd fd(open_retrying(file, O_RDWR | O_CREAT | O_NOCTTY));
+    if (!fd) {
+      // The run was renamed away (retention) between mkdir and open: make it again.
+      if (errno == ENOENT && attempt < 8) continue;
+      fail(file, "open the lease file", errno);
+    }
+    int r = 0;
+    do {
+      r = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+    } while (r != 0 && errno == EINTR);
+    if (r != 0) {
+      if (errno != EWOULDBLOCK) fail(file, "flock", errno);
+      char text[256] = {};
+      const ssize_t got = ::pread(fd.get(), text, sizeof text - 1, 0);
+      std::string holder = got > 0 ? std::string(text, static_cast<std::size_t>(got)) : "";
+      while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+      const auto space = holder.find(' ');
+      if (holder.empty() || space == std::string::npos)
+        holder = "another worker (holder unknown)";
+      else
+        holder = "'" + holder.substr(space + 1) + "' (pid " + holder.substr(0, space) + ")";
+      return {unique_fd(), holder};
+    }
+    if (!same_file(fd.get(), file)) continue;  // locked a file that was moved away: retry
+    return {std::move(fd), {}};
+  }
+}
+
+void release_lease_fd(int fd) noexcept {
+  // Clear the holder first, so a later refusal never names a worker that has let go.
+  (void)!::ftruncate(fd, 0);
+  ::close(fd);
+}
+
+std::atomic<unsigned> trash_counter{0};
+
+}  // namespace
+
+struct FileStore::RunFiles {
+  std::mutex m;
+  fs::path dir;
+  unique_fd lock_fd;     // commit.lock
+  unique_fd journal_fd;  // O_APPEND writer
+  unique_fd events_fd;
+  // The journal as this object last saw it; trusted while the file's stamp is unchanged.
+  bool cached = false;
+  FileStamp stamp;
+  std::uint64_t newest_seq = 0;
+  detail::CheckpointEncoder encoder;
+
+  explicit RunFiles(fs::path d, std::size_t every) : dir(std::move(d)), encoder(every) {}
+
+  fs::path journal() const { return dir / kJournal; }
+
+  // Takes commit.lock, (re)opening it if the run's directory was replaced. Returns an empty
+  // guard when the run's directory does not exist and `create_dir` is false.
+  std::optional<FlockGuard> lock(bool create_dir, bool sync) {
+    const fs::path file = dir / kCommitLock;
+    for (;;) {
+      if (!lock_fd) {
+        if (create_dir) ensure_directory(dir, sync);
+        lock_fd = unique_fd(open_retrying(file, O_RDWR | O_CREAT | O_NOCTTY));
+        if (!lock_fd) {
+          if (errno == ENOENT && !create_dir) return std::nullopt;
+          if (errno == ENOENT) continue;
+          fail(file, "open the commit lock", errno);
+        }
+      }
+      flock_blocking(lock_fd.get(), file);
+      FlockGuard guard(lock_fd.get());
+      if (same_file(lock_fd.get(), file)) return guard;
+      // Moved away (a deleted run): drop everything opened in the old directory and retry.
+      { FlockGuard release = std::move(guard); }
+      lock_fd.close();
+      journal_fd.close();
+      events_fd.close();
+      cached = false;
+    }
+  }
+
+  // Brings the cache up to date with the journal (under commit.lock when `writer`, which also
+  // cuts a torn last line). False when the run has no journal or no intact record.
+  bool refresh(bool writer, bool sync) {
+    struct stat st {};
+    if (::stat(journal().c_str(), &st) != 0) {
+      if (errno != ENOENT) fail(journal(), "stat", errno);
+      cached = false;
+      return false;
+    }
+    if (cached && stamp_of(st) == stamp) return true;
+    cached = false;
+    detail::CheckpointDecoder decoder;
+    const JournalRead read = read_journal(journal(), decoder, [](auto&, std::uint64_t) {
+      return true;
+    });
+    if (!read.exists || read.records == 0) return false;
+    if (read.torn) {
+      if (!writer) return true;  // usable, but not cached: the tail will change
+      unique_fd fd(open_retrying(journal(), O_WRONLY));
+      if (!fd) fail(journal(), "open", errno);
+      if (::ftruncate(fd.get(), static_cast<off_t>(read.valid_size)) != 0)
+        fail(journal(), "cut the torn last line of", errno);
+      if (sync && ::fdatasync(fd.get()) != 0) fail(journal(), "fdatasync", errno);
+      if (::fstat(fd.get(), &st) != 0) fail(journal(), "stat", errno);
+    }
+    encoder.continue_after(decoder.current_json(), decoder.since_full());
+    newest_seq = decoder.seq();
+    stamp = read.torn ? stamp_of(st) : read.stamp;
+    cached = true;
+    return true;
+  }
+
+  // The newest checkpoint from the cache (refresh() returned true and cached is set).
+  Checkpoint newest() const {
+    nlohmann::json j = *encoder.previous();
+    j["seq"] = newest_seq;
+    Checkpoint c;
+    from_json(j, c);
+    return c;
+  }
+
+  // Appends one line with one write(2) and an fdatasync; on failure cuts the file back.
+  void append(const std::string& line, bool sync) {
+    if (journal_fd && !same_file(journal_fd.get(), journal())) journal_fd.close();
+    if (!journal_fd) {
+      journal_fd = unique_fd(open_retrying(journal(), O_WRONLY | O_APPEND));
+      if (!journal_fd) fail(journal(), "open", errno);
+    }
+    const fs::path path = journal();
+    const auto cut_back = [&] {
+      (void)!::ftruncate(journal_fd.get(), static_cast<off_t>(stamp.size));
+      cached = false;
+    };
+    trellis::failpoint("journal.mid_append", path, [&] {
+      (void)trellis::detail::write_all(journal_fd.get(),
+                                       std::string_view(line).substr(0, line.size() / 2));
+    });
+    if (const int err = trellis::detail::write_all(journal_fd.get(), line)) {
+      cut_back();
+      fail(path, "append to", err);
+    }
+    if (sync && ::fdatasync(journal_fd.get()) != 0) {
+      const int err = errno;
+      cut_back();
+      fail(path, "fdatasync", err);
+    }
+    trellis::failpoint("journal.after_append", path);
+    struct stat st {};
+    if (::fstat(journal_fd.get(), &st) != 0) fail(path, "stat", errno);
+    stamp = stamp_of(st);
+  }
+};
+
+FileStore::FileStore(fs::path root, FileStoreOptions options)
+    : root_(std::move(root)), options_(options) {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec || !fs::is_directory(root_))
+    throw store_error("trellis: file store: cannot use '" + root_.string() + "' as its root: " +
+                      (ec ? ec.message() : std::string("not a directory")));
+  // Finish deletions that a crash interrupted.
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (entry.path().filename().string().starts_with(kTrashPrefix)) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+FileStore::~FileStore() = default;
+
+fs::path FileStore::run_directory(std::string_view run_id) const {
+  check_run_id(run_id);
+  return root_ / std::string(run_id);
+}
+
+std::shared_ptr<FileStore::RunFiles> FileStore::files(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  if (auto it = runs_.find(run_id); it != runs_.end()) return it->second;
+  if (runs_.size() >= kMaxOpenRuns) {
+    for (auto it = runs_.begin(); it != runs_.end();)
+      it = it->second.use_count() == 1 ? runs_.erase(it) : std::next(it);  // idle: close
+  }
+  auto files = std::make_shared<RunFiles>(root_ / std::string(run_id), options_.snapshot_every);
+  runs_.emplace(std::string(run_id), files);
+  return files;
+}
+
+void FileStore::forget(const std::string& run_id) {
+  std::lock_guard lock(m_);
+  runs_.erase(run_id);
+}
+
+void FileStore::create(const Checkpoint& first) {
+  auto rf = files(first.run_id);
+  std::lock_guard lock(rf->m);
+  auto guard = rf->lock(true, options_.sync);
+  if (rf->refresh(true, options_.sync))
+    throw run_busy("trellis: run '" + first.run_id + "' already exists");
+  // A new journal appears whole (temporary file + rename), so a crash leaves no half run.
+  detail::CheckpointEncoder encoder(options_.snapshot_every);
+  const std::string line = encode_line(encoder.encode(first));
+  replace_file(rf->dir / kJournalTemp, rf->journal(), line, options_.sync);
+  rf->cached = false;
+  rf->journal_fd.close();
+}
+
+void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+  auto rf = files(next.run_id);
+  std::lock_guard lock(rf->m);
+  auto guard = rf->lock(false, options_.sync);
+  if (!guard || !rf->refresh(true, options_.sync))
+    throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
+  if (rf->newest_seq != expected_seq)
+    throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
+                   std::to_string(rf->newest_seq) + ", expected " + std::to_string(expected_seq) +
+                   "): another worker advanced it");
+  if (next.seq != expected_seq + 1)
+    throw store_error("trellis: run '" + next.run_id + "': checkpoint " +
+                      std::to_string(next.seq) + " cannot follow " + std::to_string(expected_seq));
+  std::string line;
+  try {
+    line = encode_line(rf->encoder.encode(next));
+  } catch (...) {
+    rf->cached = false;  // the encoder moved on without a line
+    throw;
+  }
+  rf->append(line, options_.sync);
+  rf->newest_seq = next.seq;
+}
+
+std::optional<Checkpoint> FileStore::latest(std::string_view run_id) {
+  auto rf = files(run_id);
+  std::lock_guard lock(rf->m);
+  if (!rf->refresh(false, options_.sync)) return std::nullopt;
+  if (rf->cached) return rf->newest();
+  // A torn tail that a reader may not cut: read it once more without caching.
+  detail::CheckpointDecoder decoder;
+  read_journal(rf->journal(), decoder, [](auto&, std::uint64_t) { return true; });
+  if (decoder.empty()) return std::nullopt;
+  return decoder.current();
+}
+
+std::optional<Checkpoint> FileStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
+  const fs::path journal = run_directory(run_id) / kJournal;
+  detail::CheckpointDecoder decoder;
+  std::optional<Checkpoint> found;
+  read_journal(journal, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t s) {
+    if (s == seq) found = d.current();
+    return s < seq;
+  });
+  return found;
+}
+
+std::vector<Checkpoint> FileStore::history(std::string_view run_id) {
+  const fs::path journal = run_directory(run_id) / kJournal;
+  detail::CheckpointDecoder decoder;
+  std::vector<Checkpoint> out;
+  read_journal(journal, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+    out.push_back(d.current());
+    return true;
+  });
+  return out;
+}
+
+std::vector<std::string> FileStore::runs() {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!valid_run_id(name)) continue;
+    struct stat st {};
+    if (::stat((entry.path() / kJournal).c_str(), &st) == 0 && st.st_size > 0) ids.push_back(name);
+  }
+  if (ec) throw store_error("trellis: file store: cannot list '" + root_.string() + "': " +
+                            ec.message());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
+  const fs::path dir = run_directory(run_id);
+  LeaseAttempt attempt = try_lease(dir, options_.sync);
+  if (!attempt.fd)
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " +
+                   attempt.holder);
+  // Best effort: who holds it is a courtesy for run_busy messages, not part of the lease.
+  const std::string text = std::to_string(::getpid()) + " " + std::string(owner) + "\n";
+  if (::ftruncate(attempt.fd.get(), 0) == 0)
+    (void)!::pwrite(attempt.fd.get(), text.data(), text.size(), 0);
+  // The token owns the locked descriptor: closing it is what ends the lease.
+  auto* token = new int(attempt.fd.release());
+  return Lease(std::unique_ptr<void, void (*)(void*)>(token, [](void* p) {
+    auto* fd = static_cast<int*>(p);
+    release_lease_fd(*fd);
+    delete fd;
+  }));
+}
+
+void FileStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  std::string line;
+  try {
+    line = event.dump() + "\n";
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error(std::string("trellis: file store: an event cannot be encoded: ") + e.what());
+  }
+  auto rf = files(run_id);
+  std::lock_guard lock(rf->m);
+  auto guard = rf->lock(false, options_.sync);
+  if (!guard) return;  // no such run: like MemoryStore, events of unknown runs are dropped
+  struct stat st {};
+  if (::stat(rf->journal().c_str(), &st) != 0) return;
+  const fs::path path = rf->dir / kEvents;
+  if (rf->events_fd && !same_file(rf->events_fd.get(), path)) rf->events_fd.close();
+  if (!rf->events_fd) {
+    rf->events_fd = unique_fd(open_retrying(path, O_RDWR | O_APPEND | O_CREAT));
+    if (!rf->events_fd) fail(path, "open", errno);
+  }
+  const int fd = rf->events_fd.get();
+  // A crash may have torn the last line: cut it, or the next line would be buried in it.
+  if (::fstat(fd, &st) != 0) fail(path, "stat", errno);
+  char last = '\n';
+  if (st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) != 1) fail(path, "read", errno);
+  if (last != '\n') {
+    std::string text;
+    if (::lseek(fd, 0, SEEK_SET) != 0) fail(path, "seek", errno);
+    if (const int err = trellis::detail::read_all(fd, text)) fail(path, "read", err);
+    const auto keep = text.rfind('\n');
+    if (::ftruncate(fd, keep == std::string::npos ? 0 : static_cast<off_t>(keep + 1)) != 0)
+      fail(path, "cut the torn last line of", errno);
+  }
+  if (const int err = trellis::detail::write_all(fd, line)) fail(path, "append to", err);
+}
+
+std::vector<nlohmann::json> FileStore::events(std::string_view run_id) {
+  const fs::path path = run_directory(run_id) / kEvents;
+  unique_fd fd(open_retrying(path, O_RDONLY));
+  if (!fd) {
+    if (errno == ENOENT) return {};
+    fail(path, "open", errno);
+  }
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  std::vector<nlohmann::json> out;
+  std::size_t pos = 0;
+  std::size_t number = 0;
+  while (pos < text.size()) {
+    ++number;
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) break;  // torn last line
+    nlohmann::json event;
+    if (auto refusal = trellis::detail::parse_json(
+            std::string_view(text.data() + pos, end - pos), event)) {
+      if (end + 1 == text.size()) break;  // torn last line
+      corrupt(path, number, refusal->detail);
+    }
+    out.push_back(std::move(event));
+    pos = end + 1;
+  }
+  return out;
+}
+
+void FileStore::apply_retention(const Retention& retention) {
+  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
+  const std::string cutoff =
+      retention.finished_older_than
+          ? detail::format_time(std::chrono::system_clock::now() - *retention.finished_older_than)
+          : std::string();
+  for (const std::string& id : runs()) {
+    const fs::path dir = root_ / id;
+    if (!cutoff.empty()) {
+      const std::optional<Checkpoint> newest = latest(id);
+      if (newest && terminal(newest->status) && newest->created_at < cutoff) {
+        LeaseAttempt lease = try_lease(dir, options_.sync);
+        if (!lease.fd) continue;  // someone is looking at it: next time
+        const fs::path trash =
+            root_ / (std::string(kTrashPrefix) + id + "." + std::to_string(::getpid()) + "." +
+                     std::to_string(trash_counter.fetch_add(1)));
+        if (::rename(dir.c_str(), trash.c_str()) != 0) fail(dir, "move aside", errno);
+        if (options_.sync) {
+          if (const int err = trellis::detail::fsync_directory(root_))
+            fail(root_, "fsync the directory", err);
+        }
+        release_lease_fd(lease.fd.release());
+        std::error_code ec;
+        fs::remove_all(trash, ec);
+        if (ec) throw store_error("trellis: file store: cannot delete '" + trash.string() +
+                                  "': " + ec.message());
+        forget(id);
+        continue;
+      }
+    }
+    if (retention.keep_last == 0) continue;
+    auto rf = files(id);
+    std::lock_guard lock(rf->m);
+    auto guard = rf->lock(false, options_.sync);
+    if (!guard || !rf->refresh(true, options_.sync)) continue;
+    detail::CheckpointDecoder decoder;
+    std::vector<Checkpoint> all;
+    read_journal(rf->journal(), decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+      all.push_back(d.current());
+      return true;
+    });
+    if (all.size() <= retention.keep_last) continue;
+    detail::CheckpointEncoder encoder(options_.snapshot_every);
+    std::string text;
+    for (auto it = all.end() - static_cast<std::ptrdiff_t>(retention.keep_last); it != all.end();
+         ++it)
+      text += encode_line(encoder.encode(*it));
+    replace_file(rf->dir / kJournalTemp, rf->journal(), text, options_.sync);
+    rf->cached = false;
+    rf->journal_fd.close();
+  }
+}
+
+}  // namespace trellis::agent

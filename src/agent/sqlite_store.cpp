@@ -1,0 +1,725 @@
+// SqliteStore: runs in one SQLite database (the model is in sqlite_store.hpp).
+//
+// Statements are prepared once per connection and reset after every use (a SELECT left
+// mid-way would keep a read transaction open). Commits reuse a per-run encoder cached with
+// the run's row id and newest seq: row ids are AUTOINCREMENT (never reused), and a (run, seq)
+// row never changes content, so a matching pair means the cache is the newest checkpoint.
+
+#include "trellis/agent/sqlite_store.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "checkpoint_codec.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/graph.hpp"
+#include "trellis/machine/enumeration.hpp"
+
+namespace trellis::agent {
+
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE trellis_schema(version INTEGER NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL UNIQUE,
+  newest_seq INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  finished INTEGER NOT NULL,
+  newest_at TEXT NOT NULL,
+  since_full INTEGER NOT NULL);
+CREATE TABLE checkpoints(
+  run INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  full INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY(run, seq)) WITHOUT ROWID;
+CREATE TABLE events(id INTEGER PRIMARY KEY, run INTEGER NOT NULL, event TEXT NOT NULL);
+CREATE INDEX events_by_run ON events(run, id);
+CREATE TABLE leases(
+  run_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  token TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL);
+)sql";
+
+const char* synchronous_pragma(SqliteSynchronous s) {
+  switch (s) {
+    case SqliteSynchronous::off:
+      return "PRAGMA synchronous=OFF";
+    case SqliteSynchronous::normal:
+      return "PRAGMA synchronous=NORMAL";
+    case SqliteSynchronous::full:
+      return "PRAGMA synchronous=FULL";
+    case SqliteSynchronous::extra:
+      return "PRAGMA synchronous=EXTRA";
+  }
+  return "PRAGMA synchronous=FULL";
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string random_token() {
+  static thread_local std::mt19937_64 engine{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t v = engine();
+    for (int d = 0; d < 16; ++d, v >>= 4) token += kHex[v & 0xF];
+  }
+  return token;
+}
+
+std::string dump(const nlohmann::json& j) {
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error(std::string("trellis: SQLite store: a record cannot be encoded: ") +
+                      e.what());
+  }
+}
+
+}  // namespace
+
+struct SqliteStore::Db {
+  // One prepared statement.
+  class Stmt {
+   public:
+    Stmt(Db& db, const char* sql) : db_(db) {
+      db.check(sqlite3_prepare_v3(db.handle, sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr),
+               std::string("prepare \"") + sql + "\"");
+    }
+    ~Stmt() { sqlite3_finalize(s_); }
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    sqlite3_stmt* get() const noexcept { return s_; }
+    Db& db() const noexcept { return db_; }
+
+   private:
+    Db& db_;
+    sqlite3_stmt* s_ = nullptr;
+  };
+
+  // One use of a statement: binds, steps, and resets it at scope exit.
+  class Query {
+   public:
+    explicit Query(Stmt& s) : s_(s) {}
+    ~Query() {
+      sqlite3_reset(s_.get());
+      sqlite3_clear_bindings(s_.get());
+    }
+    Query(const Query&) = delete;
+    Query& operator=(const Query&) = delete;
+
+    Query& bind(int i, std::int64_t v) {
+      s_.db().check(sqlite3_bind_int64(s_.get(), i, v), "bind");
+      return *this;
+    }
+    Query& bind(int i, std::string_view text) {
+      s_.db().check(sqlite3_bind_text(s_.get(), i, text.data(), static_cast<int>(text.size()),
+                                      SQLITE_TRANSIENT),
+                    "bind");
+      return *this;
+    }
+    /// True for a row, false when done.
+    bool step() {
+      const int rc = sqlite3_step(s_.get());
+      if (rc == SQLITE_ROW) return true;
+      if (rc == SQLITE_DONE) return false;
+      s_.db().check(rc, std::string("run \"") + sqlite3_sql(s_.get()) + "\"");
+      return false;
+    }
+    void run() {
+      while (step()) {
+      }
+    }
+    std::int64_t integer(int col) const { return sqlite3_column_int64(s_.get(), col); }
+    std::string text(int col) const {
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
+      return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_.get(), col)))
+               : std::string();
+    }
+
+   private:
+    Stmt& s_;
+  };
+
+  // BEGIN IMMEDIATE ... COMMIT, rolled back unless committed.
+  class Transaction {
+   public:
+    explicit Transaction(Db& db) : db_(db) { Query(*db.begin).run(); }
+    ~Transaction() {
+      if (!done_) {
+        sqlite3_stmt* rollback = db_.rollback_->get();
+        sqlite3_reset(rollback);
+        sqlite3_step(rollback);
+        sqlite3_reset(rollback);
+      }
+    }
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    void commit() {
+      Query(*db_.commit_).run();
+      done_ = true;
+    }
+
+   private:
+    Db& db_;
+    bool done_ = false;
+  };
+
+  struct Cached {
+    std::uint64_t seq = 0;
+    detail::CheckpointEncoder encoder;
+  };
+
+  std::filesystem::path path;
+  sqlite3* handle = nullptr;
+
+  explicit Db(std::filesystem::path p) : path(std::move(p)) {
+    const int rc = sqlite3_open_v2(path.c_str(), &handle,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string message = handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc);
+      sqlite3_close(handle);
+      handle = nullptr;
+      throw store_error("trellis: SQLite store '" + path.string() + "': open: " + message);
+    }
+    sqlite3_extended_result_codes(handle, 1);
+  }
+  ~Db() {
+    statements.clear();
+    sqlite3_close(handle);
+  }
+
+  void check(int rc, const std::string& what) const {
+    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+    throw store_error("trellis: SQLite store '" + path.string() + "': " + what + ": " +
+                      sqlite3_errmsg(handle) + " (" + sqlite3_errstr(rc) + ")");
+  }
+
+  void exec(const char* sql, const std::string& what) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(handle, sql, nullptr, nullptr, &message);
+    if (rc != SQLITE_OK) {
+      const std::string text = message ? message : sqlite3_errstr(rc);
+      sqlite3_free(message);
+      throw store_error("trellis: SQLite store '" + path.string() + "': " + what + ": " + text +
+                        " (" + sqlite3_errstr(rc) + ")");
+    }
+  }
+
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw store_error("trellis: SQLite store '" + path.string() + "': " + why);
+  }
+
+  // Statements live in `statements` (destroyed before the connection closes).
+  std::vector<std::unique_ptr<Stmt>> statements;
+  Stmt& prepare(const char* sql) { return *statements.emplace_back(std::make_unique<Stmt>(*this, sql)); }
+
+  void prepare_all() {
+    begin = &prepare("BEGIN IMMEDIATE");
+    commit_ = &prepare("COMMIT");
+    rollback_ = &prepare("ROLLBACK");
+    run_by_name = &prepare("SELECT id, newest_seq, since_full FROM runs WHERE run_id=?1");
+    insert_run = &prepare(
+        "INSERT INTO runs(run_id, newest_seq, status, finished, newest_at, since_full) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, 0)");
+    update_run = &prepare(
+        "UPDATE runs SET newest_seq=?2, status=?3, finished=?4, newest_at=?5, since_full=?6 "
+        "WHERE id=?1");
+    insert_checkpoint =
+        &prepare("INSERT INTO checkpoints(run, seq, full, record) VALUES(?1, ?2, ?3, ?4)");
+    chain_to = &prepare(
+        "SELECT seq, record FROM checkpoints WHERE run=?1 AND seq<=?2 AND seq>=coalesce("
+        "(SELECT max(seq) FROM checkpoints WHERE run=?1 AND seq<=?2 AND full=1), 0) "
+        "ORDER BY seq");
+    all_checkpoints = &prepare("SELECT seq, record FROM checkpoints WHERE run=?1 ORDER BY seq");
+    list_runs = &prepare("SELECT run_id FROM runs ORDER BY run_id");
+    lease_get =
+        &prepare("SELECT owner, pid, token, expires_at_ms FROM leases WHERE run_id=?1");
+    lease_put = &prepare(
+        "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms) "
+        "VALUES(?1, ?2, ?3, ?4, ?5)");
+    lease_renew = &prepare("UPDATE leases SET expires_at_ms=?3 WHERE run_id=?1 AND token=?2");
+    lease_delete = &prepare("DELETE FROM leases WHERE run_id=?1 AND token=?2");
+    insert_event =
+        &prepare("INSERT INTO events(run, event) SELECT id, ?2 FROM runs WHERE run_id=?1");
+    select_events = &prepare(
+        "SELECT e.event FROM events e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 ORDER BY e.id");
+    sync_off = &prepare("PRAGMA synchronous=OFF");
+    finished_before =
+        &prepare("SELECT id, run_id FROM runs WHERE finished=1 AND newest_at<?1");
+    delete_checkpoints = &prepare("DELETE FROM checkpoints WHERE run=?1");
+    delete_events = &prepare("DELETE FROM events WHERE run=?1");
+    delete_run = &prepare("DELETE FROM runs WHERE id=?1");
+    delete_lease = &prepare("DELETE FROM leases WHERE run_id=?1");
+    longer_than = &prepare(
+        "SELECT r.id, r.since_full, r.newest_seq FROM runs r "
+        "WHERE (SELECT count(*) FROM checkpoints c WHERE c.run=r.id) > ?1");
+    nth_newest = &prepare(
+        "SELECT seq FROM checkpoints WHERE run=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2");
+    make_full = &prepare("UPDATE checkpoints SET full=1, record=?3 WHERE run=?1 AND seq=?2");
+    delete_before = &prepare("DELETE FROM checkpoints WHERE run=?1 AND seq<?2");
+    set_since_full = &prepare("UPDATE runs SET since_full=?2 WHERE id=?1");
+  }
+
+  Stmt* begin = nullptr;
+  Stmt* commit_ = nullptr;
+  Stmt* rollback_ = nullptr;
+  Stmt* run_by_name = nullptr;
+  Stmt* insert_run = nullptr;
+  Stmt* update_run = nullptr;
+  Stmt* insert_checkpoint = nullptr;
+  Stmt* chain_to = nullptr;
+  Stmt* all_checkpoints = nullptr;
+  Stmt* list_runs = nullptr;
+  Stmt* lease_get = nullptr;
+  Stmt* lease_put = nullptr;
+  Stmt* lease_renew = nullptr;
+  Stmt* lease_delete = nullptr;
+  Stmt* insert_event = nullptr;
+  Stmt* select_events = nullptr;
+  Stmt* sync_off = nullptr;
+  Stmt* sync_on = nullptr;
+  Stmt* finished_before = nullptr;
+  Stmt* delete_checkpoints = nullptr;
+  Stmt* delete_events = nullptr;
+  Stmt* delete_run = nullptr;
+  Stmt* delete_lease = nullptr;
+  Stmt* longer_than = nullptr;
+  Stmt* nth_newest = nullptr;
+  Stmt* make_full = nullptr;
+  Stmt* delete_before = nullptr;
+  Stmt* set_since_full = nullptr;
+
+  std::map<std::int64_t, Cached> cache;                   // run row id -> newest encoder
+  std::map<std::string, std::string, std::less<>> held;  // run id -> token of our leases
+
+  // The run's row: id, newest seq, records since its last full one.
+  struct RunRow {
+    std::int64_t id;
+    std::uint64_t newest_seq;
+    std::size_t since_full;
+  };
+  std::optional<RunRow> find_run(std::string_view run_id) {
+    Query q(*run_by_name);
+    q.bind(1, run_id);
+    if (!q.step()) return std::nullopt;
+    return RunRow{q.integer(0), static_cast<std::uint64_t>(q.integer(1)),
+                  static_cast<std::size_t>(q.integer(2))};
+  }
+
+  // Decodes the chain of `run` up to `seq` (from the newest full record at or before it).
+  void decode_to(std::int64_t run, std::uint64_t seq, detail::CheckpointDecoder& decoder) {
+    Query q(*chain_to);
+    q.bind(1, run).bind(2, static_cast<std::int64_t>(seq));
+    while (q.step()) apply(decoder, q.text(1), q.integer(0));
+  }
+
+  void apply(detail::CheckpointDecoder& decoder, const std::string& text, std::int64_t seq) {
+    nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
+    if (record.is_discarded()) refuse("checkpoint " + std::to_string(seq) + " is not JSON");
+    try {
+      decoder.apply(record);
+    } catch (const store_error& e) {
+      refuse("checkpoint " + std::to_string(seq) + ": " + e.what());
+    }
+  }
+};
+
+SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
+    : path_(std::move(path)), options_(options), db_(std::make_unique<Db>(path_)) {
+  Db& db = *db_;
+  db.check(sqlite3_busy_timeout(db.handle, static_cast<int>(options_.busy_timeout.count())),
+           "busy_timeout");
+  // journal_mode answers with the mode in force; anything but WAL (e.g. a read-only file
+  // system) would silently lose the concurrency this store promises.
+  {
+    sqlite3_stmt* s = nullptr;
+    db.check(sqlite3_prepare_v2(db.handle, "PRAGMA journal_mode=WAL", -1, &s, nullptr),
+             "PRAGMA journal_mode=WAL");
+    const int rc = sqlite3_step(s);
+    const std::string mode =
+        rc == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
+    sqlite3_finalize(s);
+    db.check(rc, "PRAGMA journal_mode=WAL");
+    if (mode != "wal" && mode != "memory") db.refuse("cannot use WAL mode (journal mode " + mode + ")");
+  }
+  db.exec(synchronous_pragma(options_.synchronous), "set synchronous");
+  db.exec("BEGIN IMMEDIATE", "begin the schema check");
+  try {
+    int ours = 0;
+    int version = -1;
+    {
+      sqlite3_stmt* s = nullptr;
+      db.check(sqlite3_prepare_v2(db.handle,
+                                  "SELECT name FROM sqlite_master WHERE type='table' AND name IN "
+                                  "('trellis_schema','runs','checkpoints','events','leases')",
+                                  -1, &s, nullptr),
+               "read the schema");
+      std::string found;
+      int rc = 0;
+      bool has_schema = false;
+      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+        if (name == "trellis_schema")
+          has_schema = true;
+        else
+          ++ours;
+      }
+      sqlite3_finalize(s);
+      db.check(rc, "read the schema");
+      if (has_schema) {
+        db.check(sqlite3_prepare_v2(db.handle, "SELECT max(version) FROM trellis_schema", -1, &s,
+                                    nullptr),
+                 "read the schema version");
+        rc = sqlite3_step(s);
+        version = rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER
+                      ? sqlite3_column_int(s, 0)
+                      : 0;
+        sqlite3_finalize(s);
+        db.check(rc, "read the schema version");
+      }
+    }
+    if (version > schema_version)
+      db.refuse("schema version " + std::to_string(version) +
+                " is newer than this build's (" + std::to_string(schema_version) +
+                "); use a newer trellis");
+    if (version == -1 && ours > 0)
+      db.refuse("the database has tables named like trellis's (runs, checkpoints, events, "
+                "leases) but no trellis_schema: it belongs to something else");
+    if (version != -1 && version < schema_version)
+      db.refuse("schema version " + std::to_string(version) + " is not one trellis wrote");
+    if (version == -1) {
+      db.exec(kSchema, "create the schema");
+      db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) +
+               ")")
+                  .c_str(),
+              "record the schema version");
+    }
+    db.exec("COMMIT", "commit the schema");
+  } catch (...) {
+    sqlite3_exec(db.handle, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  db.prepare_all();
+  db.sync_on = &db.prepare(synchronous_pragma(options_.synchronous));
+}
+
+SqliteStore::~SqliteStore() = default;
+
+void SqliteStore::create(const Checkpoint& first) {
+  check_run_id(first.run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  detail::CheckpointEncoder encoder(options_.snapshot_every);
+  const std::string record = dump(encoder.encode(first));
+  Db::Transaction tx(db);
+  if (db.find_run(first.run_id))
+    throw run_busy("trellis: run '" + first.run_id + "' already exists");
+  Db::Query(*db.insert_run)
+      .bind(1, first.run_id)
+      .bind(2, static_cast<std::int64_t>(first.seq))
+      .bind(3, enumeration<RunStatus>::name(first.status))
+      .bind(4, static_cast<std::int64_t>(terminal(first.status)))
+      .bind(5, first.created_at)
+      .run();
+  const std::int64_t id = sqlite3_last_insert_rowid(db.handle);
+  Db::Query(*db.insert_checkpoint)
+      .bind(1, id)
+      .bind(2, static_cast<std::int64_t>(first.seq))
+      .bind(3, std::int64_t{1})
+      .bind(4, record)
+      .run();
+  tx.commit();
+  db.cache.insert_or_assign(id, Db::Cached{first.seq, std::move(encoder)});
+}
+
+void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+  check_run_id(next.run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Transaction tx(db);
+  const std::optional<Db::RunRow> run = db.find_run(next.run_id);
+  if (!run) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
+  if (run->newest_seq != expected_seq)
+    throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
+                   std::to_string(run->newest_seq) + ", expected " + std::to_string(expected_seq) +
+                   "): another worker advanced it");
+  if (next.seq != expected_seq + 1)
+    throw store_error("trellis: run '" + next.run_id + "': checkpoint " +
+                      std::to_string(next.seq) + " cannot follow " + std::to_string(expected_seq));
+  // Our lease, if we hold one, must still be ours; the commit renews it.
+  if (auto held = db.held.find(next.run_id); held != db.held.end()) {
+    {
+      Db::Query q(*db.lease_get);
+      q.bind(1, next.run_id);
+      if (!q.step() || q.text(2) != held->second)
+        throw run_busy("trellis: run '" + next.run_id + "': this worker's lease expired and " +
+                       (q.text(0).empty() ? std::string("was released")
+                                          : "was taken by '" + q.text(0) + "' (pid " +
+                                                std::to_string(q.integer(1)) + ")"));
+    }
+    Db::Query(*db.lease_renew)
+        .bind(1, next.run_id)
+        .bind(2, held->second)
+        .bind(3, now_ms() + options_.lease_ttl.count())
+        .run();
+  }
+  auto cached = db.cache.find(run->id);
+  if (cached == db.cache.end() || cached->second.seq != run->newest_seq) {
+    detail::CheckpointDecoder decoder;
+    db.decode_to(run->id, run->newest_seq, decoder);
+    if (decoder.empty()) db.refuse("run '" + next.run_id + "' has no checkpoints");
+    Db::Cached fresh{run->newest_seq, detail::CheckpointEncoder(options_.snapshot_every)};
+    fresh.encoder.continue_after(decoder.current_json(), decoder.since_full());
+    cached = db.cache.insert_or_assign(run->id, std::move(fresh)).first;
+  }
+  // The encoder moves on before the row is written: forget it unless the commit succeeds.
+  Db::Cached entry = std::move(cached->second);
+  db.cache.erase(cached);
+  const nlohmann::json record = entry.encoder.encode(next);
+  const bool full = detail::CheckpointDecoder::is_full(record);
+  Db::Query(*db.insert_checkpoint)
+      .bind(1, run->id)
+      .bind(2, static_cast<std::int64_t>(next.seq))
+      .bind(3, std::int64_t{full ? 1 : 0})
+      .bind(4, dump(record))
+      .run();
+  Db::Query(*db.update_run)
+      .bind(1, run->id)
+      .bind(2, static_cast<std::int64_t>(next.seq))
+      .bind(3, enumeration<RunStatus>::name(next.status))
+      .bind(4, static_cast<std::int64_t>(terminal(next.status)))
+      .bind(5, next.created_at)
+      .bind(6, static_cast<std::int64_t>(entry.encoder.since_full()))
+      .run();
+  tx.commit();
+  entry.seq = next.seq;
+  db.cache.insert_or_assign(run->id, std::move(entry));
+}
+
+std::optional<Checkpoint> SqliteStore::latest(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  const std::optional<Db::RunRow> run = db.find_run(run_id);
+  if (!run) return std::nullopt;
+  if (auto c = db.cache.find(run->id); c != db.cache.end() && c->second.seq == run->newest_seq) {
+    nlohmann::json j = *c->second.encoder.previous();
+    j["seq"] = run->newest_seq;
+    Checkpoint cp;
+    from_json(j, cp);
+    return cp;
+  }
+  detail::CheckpointDecoder decoder;
+  db.decode_to(run->id, run->newest_seq, decoder);
+  if (decoder.empty()) return std::nullopt;  // deleted between the two statements
+  Checkpoint cp = decoder.current();
+  Db::Cached fresh{cp.seq, detail::CheckpointEncoder(options_.snapshot_every)};
+  fresh.encoder.continue_after(decoder.current_json(), decoder.since_full());
+  db.cache.insert_or_assign(run->id, std::move(fresh));
+  return cp;
+}
+
+std::optional<Checkpoint> SqliteStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  const std::optional<Db::RunRow> run = db.find_run(run_id);
+  if (!run || seq > run->newest_seq) return std::nullopt;
+  detail::CheckpointDecoder decoder;
+  db.decode_to(run->id, seq, decoder);
+  if (decoder.empty()) return std::nullopt;
+  Checkpoint cp = decoder.current();
+  if (cp.seq != seq) return std::nullopt;
+  return cp;
+}
+
+std::vector<Checkpoint> SqliteStore::history(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  const std::optional<Db::RunRow> run = db.find_run(run_id);
+  if (!run) return {};
+  std::vector<Checkpoint> out;
+  detail::CheckpointDecoder decoder;
+  Db::Query q(*db.all_checkpoints);
+  q.bind(1, run->id);
+  while (q.step()) {
+    db.apply(decoder, q.text(1), q.integer(0));
+    out.push_back(decoder.current());
+  }
+  return out;
+}
+
+std::vector<std::string> SqliteStore::runs() {
+  std::lock_guard lock(m_);
+  std::vector<std::string> ids;
+  Db::Query q(*db_->list_runs);
+  while (q.step()) ids.push_back(q.text(0));
+  return ids;
+}
+
+namespace {
+struct SqliteLeaseToken {
+  SqliteStore* store;
+  std::string run_id;
+  std::string token;
+};
+}  // namespace
+
+Lease SqliteStore::lease(std::string_view run_id, std::string_view owner) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  const std::int64_t now = now_ms();
+  Db::Transaction tx(db);
+  {
+    Db::Query q(*db.lease_get);
+    q.bind(1, run_id);
+    if (q.step() && q.integer(3) > now)
+      throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by '" +
+                     q.text(0) + "' (pid " + std::to_string(q.integer(1)) + ", lease for " +
+                     std::to_string(q.integer(3) - now) + " ms more)");
+  }
+  const std::string token = random_token();
+  Db::Query(*db.lease_put)
+      .bind(1, run_id)
+      .bind(2, owner)
+      .bind(3, static_cast<std::int64_t>(::getpid()))
+      .bind(4, token)
+      .bind(5, now + options_.lease_ttl.count())
+      .run();
+  tx.commit();
+  db.held.insert_or_assign(std::string(run_id), token);
+  auto* t = new SqliteLeaseToken{this, std::string(run_id), token};
+  return Lease(std::unique_ptr<void, void (*)(void*)>(t, [](void* p) {
+    auto* token = static_cast<SqliteLeaseToken*>(p);
+    token->store->release(token->run_id, token->token);
+    delete token;
+  }));
+}
+
+void SqliteStore::release(const std::string& run_id, const std::string& token) noexcept {
+  try {
+    std::lock_guard lock(m_);
+    Db& db = *db_;
+    if (auto it = db.held.find(run_id); it != db.held.end() && it->second == token)
+      db.held.erase(it);
+    Db::Query(*db.lease_delete).bind(1, run_id).bind(2, token).run();
+  } catch (...) {
+    // The row expires by itself: a failed release only delays the next worker by the TTL.
+  }
+}
+
+void SqliteStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  const std::string text = dump(event);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Query(*db.sync_off).run();
+  try {
+    Db::Query(*db.insert_event).bind(1, run_id).bind(2, text).run();
+  } catch (...) {
+    Db::Query(*db.sync_on).run();
+    throw;
+  }
+  Db::Query(*db.sync_on).run();
+}
+
+std::vector<nlohmann::json> SqliteStore::events(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  std::vector<nlohmann::json> out;
+  Db::Query q(*db.select_events);
+  q.bind(1, run_id);
+  while (q.step()) {
+    nlohmann::json e = nlohmann::json::parse(q.text(0), nullptr, false);
+    if (e.is_discarded()) db.refuse("an event of run '" + std::string(run_id) + "' is not JSON");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void SqliteStore::apply_retention(const Retention& retention) {
+  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
+  const std::string cutoff =
+      retention.finished_older_than
+          ? detail::format_time(std::chrono::system_clock::now() - *retention.finished_older_than)
+          : std::string();
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Transaction tx(db);
+  if (!cutoff.empty()) {
+    std::vector<std::pair<std::int64_t, std::string>> old;
+    {
+      Db::Query q(*db.finished_before);
+      q.bind(1, cutoff);
+      while (q.step()) old.emplace_back(q.integer(0), q.text(1));
+    }
+    const std::int64_t now = now_ms();
+    for (const auto& [id, run_id] : old) {
+      {
+        Db::Query q(*db.lease_get);
+        q.bind(1, run_id);
+        if (q.step() && q.integer(3) > now) continue;  // someone holds it: next time
+      }
+      Db::Query(*db.delete_checkpoints).bind(1, id).run();
+      Db::Query(*db.delete_events).bind(1, id).run();
+      Db::Query(*db.delete_run).bind(1, id).run();
+      Db::Query(*db.delete_lease).bind(1, run_id).run();
+      db.cache.erase(id);
+    }
+  }
+  if (retention.keep_last > 0) {
+    struct Long {
+      std::int64_t id;
+      std::int64_t since_full;
+      std::int64_t newest_seq;
+    };
+    std::vector<Long> runs;
+    {
+      Db::Query q(*db.longer_than);
+      q.bind(1, static_cast<std::int64_t>(retention.keep_last));
+      while (q.step()) runs.push_back({q.integer(0), q.integer(1), q.integer(2)});
+    }
+    for (const Long& run : runs) {
+      std::int64_t oldest_kept = 0;
+      {
+        Db::Query q(*db.nth_newest);
+        q.bind(1, run.id).bind(2, static_cast<std::int64_t>(retention.keep_last - 1));
+        if (!q.step()) continue;
+        oldest_kept = q.integer(0);
+      }
+      // The oldest kept row becomes a full record; the rows after it still chain from it.
+      detail::CheckpointDecoder decoder;
+      db.decode_to(run.id, static_cast<std::uint64_t>(oldest_kept), decoder);
+      if (decoder.empty()) continue;
+      detail::CheckpointEncoder encoder(1);
+      const std::string record = dump(encoder.encode(decoder.current()));
+      Db::Query(*db.make_full).bind(1, run.id).bind(2, oldest_kept).bind(3, record).run();
+      Db::Query(*db.delete_before).bind(1, run.id).bind(2, oldest_kept).run();
+      Db::Query(*db.set_since_full)
+          .bind(1, run.id)
+          .bind(2, std::min(run.since_full, run.newest_seq - oldest_kept))
+          .run();
+    }
+  }
+  tx.commit();
+}
+
+}  // namespace trellis::agent
