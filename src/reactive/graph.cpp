@@ -98,6 +98,14 @@ void Graph::shutdown() noexcept {
     e->release();
   }
   hubs_.clear();
+  // Watchers an aborted flush left queued: the disposed ones are released by their dequeue.
+  for (std::size_t i = queue_head_; i < queue_.size(); ++i) {
+    Node* n = queue_[i];
+    n->flags &= ~kQueued;
+    if ((n->flags & kDisposed) != 0) n->release();  // live ones are released below
+  }
+  queue_.clear();
+  queue_head_ = 0;
   // The rest: no edge survives, so nothing needs unlinking one by one.
   tearing_down_ = true;
   while (live_head_ != nullptr) {
@@ -234,7 +242,7 @@ inline bool Graph::evaluate(Node* n) {
   tl_graph = this;
   ++n->version;
   n->deps_tail = nullptr;
-  n->flags = (n->flags & ~(kDirty | kPending)) | kEvaluating;
+  n->flags = (n->flags & ~(kDirty | kPending | kFailed | kRecheck)) | kEvaluating;
   bool changed;
   try {
     changed = n->update();
@@ -255,10 +263,10 @@ inline bool Graph::evaluate(Node* n) {
 void Graph::evaluate_failed(Node* n, Node* saved_sub, Graph* saved_graph) {
   active_sub = saved_sub;
   tl_graph = saved_graph;
-  // Not cached: stays dirty, and keeps every dependency it had or gained, so that a write to
-  // any of them still reaches it.
-  n->flags = (n->flags & ~kEvaluating) | kDirty;
-  if ((n->flags & kDisposed) != 0) finish_dispose(n);
+  // Not cached: it re-evaluates when next used, and it keeps every dependency it had or
+  // gained, so that a write to any of them still reaches it (and, through it, its watchers).
+  n->flags = (n->flags & ~kEvaluating) | kFailed;
+  if ((n->flags & kDisposed) != 0) finish_or_defer(n);
 }
 
 bool Graph::evaluate_tail(Node* n, Link* stale, bool changed) {
@@ -267,7 +275,7 @@ bool Graph::evaluate_tail(Node* n, Link* stale, bool changed) {
     drain_unwatched();
   }
   if ((n->flags & kDisposed) != 0) {  // disposed itself while running
-    finish_dispose(n);
+    finish_or_defer(n);
     return false;
   }
   return changed;
@@ -275,12 +283,24 @@ bool Graph::evaluate_tail(Node* n, Link* stale, bool changed) {
 
 bool Graph::check_dirty(Node* n) {
   const std::size_t base = stack_.size();
+  ++walks_;
+  bool dirty;
   try {
-    return check_dirty_from(n, base);
+    dirty = check_dirty_from(n, base);
   } catch (...) {
+    // The walk was cut short: the nodes on it and the node it started from keep no Pending
+    // mark (propagation would stop at it) but must be checked again before use.
+    for (std::size_t i = base; i < stack_.size(); ++i) {
+      Node* d = stack_.at(i)->dep;
+      d->flags = (d->flags & ~kPending) | kRecheck;
+    }
+    if ((n->flags & (kDirty | kFailed)) == 0) n->flags = (n->flags & ~kPending) | kRecheck;
     stack_.truncate(base);
+    if (--walks_ == 0) run_deferred();
     throw;
   }
+  if (--walks_ == 0) run_deferred();
+  return dirty;
 }
 
 bool Graph::check_dirty_from(Node* n, std::size_t base) {
@@ -290,11 +310,14 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
     while (!dirty && l != nullptr) {
       Node* d = l->dep;
       const std::uint32_t df = d->flags;
-      if ((df & kDirty) != 0) {
+      if ((df & kDisposed) != 0) {  // its input is gone: n must re-evaluate (and fail)
+        n->flags |= kDirty;
+        dirty = true;
+      } else if ((df & (kDirty | kFailed)) != 0) {
         if (evaluate(d)) shallow_propagate(d);
         dirty = (n->flags & kDirty) != 0;
         if (!dirty) l = l->next_dep;
-      } else if ((df & (kPending | kEvaluating)) == kPending) {
+      } else if ((df & (kPending | kRecheck)) != 0 && (df & kEvaluating) == 0) {
         stack_.push(l);  // resume n at l's successor once d is settled
         n = d;
         l = d->deps;
@@ -302,7 +325,7 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
         l = l->next_dep;
       }
     }
-    if (!dirty) n->flags &= ~kPending;
+    if (!dirty) n->flags &= ~(kPending | kRecheck);
     if (stack_.size() == base) return dirty;
     Link* up = stack_.pop();
     Node* parent = up->sub;
@@ -317,7 +340,7 @@ void Graph::refresh_slow(Node* n) {
   const std::uint32_t f = n->flags;
   if ((f & kDisposed) != 0) throw_disposed(n);
   if ((f & kEvaluating) != 0) throw_cycle(n);
-  if ((f & kDirty) != 0 || check_dirty(n)) {
+  if ((f & (kDirty | kFailed)) != 0 || check_dirty(n)) {
     if (evaluate(n)) shallow_propagate(n);
     if ((n->flags & kDisposed) != 0) throw_disposed(n);
   }
@@ -327,8 +350,8 @@ void Graph::refresh_slow(Node* n) {
 
 inline bool Graph::needs_run(Node* n) {
   const std::uint32_t f = n->flags;
-  if ((f & kDirty) != 0) return true;
-  if ((f & kPending) != 0) return check_dirty(n);
+  if ((f & (kDirty | kFailed)) != 0) return true;
+  if ((f & (kPending | kRecheck)) != 0) return check_dirty(n);
   return false;
 }
 
@@ -350,15 +373,10 @@ void Graph::throw_budget(std::size_t runs, const Node* last) {
                      "set_effect_budget() if the work is legitimate");
 }
 
-void Graph::abort_flush(std::size_t from) noexcept {
-  // Watchers left behind stay dirty and unqueued: the next write that reaches them queues them.
-  for (std::size_t i = from; i < queue_.size(); ++i) {
-    Node* n = queue_[i];
-    n->flags &= ~kQueued;
-    if ((n->flags & kDisposed) != 0) n->release();
-  }
-  queue_.clear();
-  queue_head_ = 0;
+void Graph::abort_flush(Node* overran) noexcept {
+  // The watchers not run yet stay queued: the next flush (the next write) runs them. The
+  // effect that overran the budget is marked to run again when next reached.
+  overran->flags = (overran->flags & ~(kDirty | kPending)) | kFailed;
   flushing_ = false;
 }
 
@@ -386,7 +404,7 @@ void Graph::flush_queue() {
       if ((n->flags & kEffect) != 0) {
         if (++runs > effect_budget) {
           count_run(n, flush_epoch_);
-          abort_flush(queue_head_);
+          abort_flush(n);
           throw_budget(runs, n);
         }
         count_run(n, flush_epoch_);
@@ -468,7 +486,26 @@ void Graph::dispose(Node* n) {
   if ((n->flags & kDisposed) != 0 || tearing_down_) return;
   n->flags |= kDisposed;
   if ((n->flags & kEvaluating) != 0) return;  // evaluate() finishes the job
+  finish_or_defer(n);
+}
+
+void Graph::finish_or_defer(Node* n) {
+  if (walks_ > 0) {  // a walk may hold this node's links: detach them once it has ended
+    deferred_.push_back(n);
+    return;
+  }
   finish_dispose(n);
+}
+
+void Graph::run_deferred() noexcept {
+  while (!deferred_.empty()) {
+    Node* n = deferred_.back();
+    deferred_.pop_back();
+    try {
+      finish_dispose(n);
+    } catch (...) {  // a cleanup's error: the dispose call that asked for it has returned
+    }
+  }
 }
 
 void Graph::detach_subs(Node* n) {
@@ -510,9 +547,10 @@ void Graph::finish_dispose(Node* n) {
     n->flags &= ~kHasHub;
     auto it = std::find_if(hubs_.begin(), hubs_.end(), [n](const auto& h) { return h.first == n; });
     if (it != hubs_.end()) {
-      std::unique_ptr<HubBase> hub = std::move(it->second);
+      std::shared_ptr<HubBase> hub = std::move(it->second);
       hubs_.erase(it);
-      hub.reset();  // disposes the hub's watcher: re-enters dispose() for another node
+      hub->close();  // every slot disconnected, even one being called now
+      hub.reset();   // disposes the hub's watcher (unless it is emitting: then after that)
     }
   }
   unlive(n);
@@ -527,7 +565,7 @@ HubBase* Graph::hub(Node* n) const noexcept {
   return nullptr;
 }
 
-void Graph::set_hub(Node* n, std::unique_ptr<HubBase> h) {
+void Graph::set_hub(Node* n, std::shared_ptr<HubBase> h) {
   hubs_.emplace_back(n, std::move(h));
   n->flags |= kHasHub;
 }

@@ -22,6 +22,7 @@ struct Hub final : HubBase {
   boost::signals2::signal<void(const T&)> changed;
   std::optional<T> last;
   Effect watcher;
+  void close() noexcept override { changed.disconnect_all_slots(); }
 };
 
 }  // namespace detail
@@ -38,14 +39,18 @@ boost::signals2::scoped_connection subscribe(const Handle& node, F&& f) {
   if ((n->flags & detail::kDisposed) != 0) detail::throw_disposed(n);
   auto* hub = static_cast<detail::Hub<T>*>(g->hub(n));
   if (hub == nullptr) {
-    auto fresh = std::make_unique<detail::Hub<T>>();
+    auto fresh = std::make_shared<detail::Hub<T>>();
     hub = fresh.get();
     hub->last = untracked([&] { return node.get(); });
-    hub->watcher = detail::make_effect(g, [hub, node] {
+    // The graph owns the hub; a running emission holds it too, so a slot that disposes the
+    // node (which drops the graph's hub) does not pull the signal from under its own call.
+    hub->watcher = detail::make_effect(g, [weak = std::weak_ptr(fresh), node] {
+      std::shared_ptr<detail::Hub<T>> self = weak.lock();
+      if (!self) return;
       T now = node.get();
-      if (hub->last.has_value() && detail::same_value(*hub->last, now)) return;
-      hub->last = now;
-      untracked([&] { hub->changed(now); });
+      if (self->last.has_value() && detail::same_value(*self->last, now)) return;
+      self->last = now;
+      untracked([&] { self->changed(now); });
     });
     g->set_hub(n, std::move(fresh));
   }

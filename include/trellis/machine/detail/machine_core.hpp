@@ -90,22 +90,23 @@ class MachineCore {
 
   /// commit() for a machine with observers: logs the transition and has it delivered.
   void commit_observed(CellNode<S>* n, S&& next) {
+    std::exception_ptr first;
     if (g_->batch_depth == 0 && g_->scheduler == nullptr && !dispatching_ && log_.empty()) {
       // The common case, outside a batch on the sending thread: tell observers right away,
-      // without going through the log.
+      // without going through the log. Dispatching starts before the effects run, so a send
+      // made by one of them is logged and told after this transition, in commit order.
       S from = std::move(n->value);
       S to = next;
       n->value = std::move(next);
       const std::uint64_t seq = ++commits_;
-      std::exception_ptr first;
+      dispatching_ = true;
       try {
         g_->written(n);  // effects and signals reading the state first
       } catch (...) {
         first = std::current_exception();
       }
-      dispatching_ = true;
       tell(from, to, seq, first);
-      while (!log_.empty()) deliver(first);  // what observers sent meanwhile
+      while (!log_.empty()) deliver(first);  // what effects and observers sent meanwhile
       dispatching_ = false;
       if (removed_) compact();
       if (first) std::rethrow_exception(first);
@@ -113,16 +114,34 @@ class MachineCore {
     }
     log_.push_back(Entry{n->value, next, g_->current_batch(), ++commits_});
     n->value = std::move(next);
-    g_->written(n);  // effects and signals reading the state first
+    try {
+      g_->written(n);  // effects and signals reading the state first
+    } catch (...) {
+      first = std::current_exception();  // the transition is committed: still tell observers
+    }
     if (g_->batch_depth == 0 && g_->scheduler == nullptr) {
       // Outside a batch, on the sending thread: tell observers now, unless this send comes
-      // from an observer, in which case the running dispatch picks it up once that returns.
-      if (!dispatching_) dispatch();
+      // from an observer or an effect of a dispatch under way, which tells it once that
+      // returns.
+      if (!dispatching_) {
+        try {
+          dispatch();
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
     } else {
       // At the end of the batch, or on the executor: the dispatcher effect runs then.
       g_->request_run(dispatcher_.node());
-      if (g_->batch_depth == 0) g_->flush();
+      if (g_->batch_depth == 0) {
+        try {
+          g_->flush();
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
     }
+    if (first) std::rethrow_exception(first);
   }
 
   Graph* g_;

@@ -13,7 +13,9 @@
 /// snapshot already covers them, so the epoch on disk never goes back. A send made by a thread
 /// that already holds the graph's lock (inside a batch or an observer) cannot wait for
 /// another writer, which needs that lock to publish: it writes and publishes by itself.
-/// Lock order: graph lock, then gm_; io_ is never held with gm_.
+/// A failed write bumps a generation: snapshots taken before it are never written, so a
+/// refused transition never reaches the disk and the disk's epoch never goes back.
+/// Lock order: graph lock, io_, gm_; events are emitted with no lock of the core held.
 
 #include <boost/signals2/signal.hpp>
 
@@ -119,14 +121,16 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   void flush() override {
     if (options_.durability != Durability::async) return;
     std::exception_ptr err;
+    std::uint64_t written;
     {
       std::unique_lock al(am_);
       done_cv_.wait(al, [this] { return !latest_ && !writing_; });
       err = std::exchange(async_error_, nullptr);
+      written = written_epoch_;
     }
     {
       GraphLock lock(this->g_);
-      durable_.set(written_epoch_);
+      durable_.set(written);
     }
     if (err) std::rethrow_exception(err);
   }
@@ -137,13 +141,14 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     bool failed = false;
   };
   struct Accepted {
-    std::uint64_t epoch;
-    S to;
-    Ticket* ticket;
+    std::uint64_t epoch = 0;
+    std::optional<S> to_storage;
+    Ticket* ticket = nullptr;
   };
   struct Snapshot {
     S state;
     std::uint64_t epoch;
+    std::uint64_t generation = 0;
   };
 
   // ------------------------------------------------------------------ writing
@@ -229,138 +234,132 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
 
   SendResult send_group(const E& e) {
     if (this->g_->mutex->held_by_me()) return send_group_alone(e);
+    Ticket ticket;
     std::unique_lock gl(gm_);
     std::optional<S> next = step_(std::as_const(tentative_), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, tentative_)) return SendResult::Unchanged;
-    Ticket ticket;
     accept(std::move(*next), &ticket);
     std::exception_ptr observer_error;
     for (;;) {
       if (ticket.done) break;
       if (ticket.failed) throw persist_error(path_, "group write: " + failure_);
-      if (!group_writing_) {
-        write_group(gl, observer_error);
+      if (group_writing_) {
+        gcv_.wait(gl);
         continue;
       }
-      gcv_.wait(gl);
+      // No writer at work: this sender writes for everybody queued so far.
+      group_writing_ = true;
+      const Snapshot snap{tentative_, tentative_epoch_, generation_};
+      gl.unlock();
+      persist_snapshot(snap);  // a failure refuses the tickets (fail_pending), never throws
+      {
+        GraphLock lock(this->g_);
+        publish(observer_error);
+      }
+      gl.lock();
+      group_writing_ = false;
+      gcv_.notify_all();
     }
     gl.unlock();
     if (observer_error) std::rethrow_exception(observer_error);
     return SendResult::Transitioned;
   }
 
-  /// A group-mode send from a thread holding the graph's lock: writes and publishes alone.
+  /// A group-mode send from a thread holding the graph's lock (inside a batch or an observer):
+  /// it cannot wait for another writer, which needs that lock to publish, so it writes and
+  /// publishes by itself.
   SendResult send_group_alone(const E& e) {
+    Ticket ticket;
     std::unique_lock gl(gm_);
     std::optional<S> next = step_(std::as_const(tentative_), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, tentative_)) return SendResult::Unchanged;
-    Ticket ticket;
     const std::uint64_t epoch = accept(std::move(*next), &ticket);
-    Snapshot snap{tentative_, epoch};
+    const Snapshot snap{tentative_, epoch, generation_};
     gl.unlock();
-    try {
-      persist_snapshot(snap);
-    } catch (const std::exception& err) {
-      gl.lock();
-      fail_pending(err.what());
-      gcv_.notify_all();
-      throw;
-    }
-    gl.lock();
+    persist_snapshot(snap);
     std::exception_ptr observer_error;
-    publish(gl, observer_error);
+    publish(observer_error);
+    gl.lock();
+    const bool failed = ticket.failed;
     gcv_.notify_all();
     gl.unlock();
+    if (failed) throw persist_error(path_, "group write: " + failure_);
     if (observer_error) std::rethrow_exception(observer_error);
     return SendResult::Transitioned;
   }
 
   std::uint64_t accept(S&& next, Ticket* ticket) {
-    tentative_ = next;
-    const std::uint64_t epoch = ++tentative_epoch_;
-    accepted_.push_back(Accepted{epoch, std::move(next), ticket});
+    const std::uint64_t epoch = tentative_epoch_ + 1;
+    accepted_.push_back(Accepted{epoch, next, ticket});
+    tentative_ = std::move(next);
+    tentative_epoch_ = epoch;
     return epoch;
   }
 
-  /// The writer's turn (gl held on entry and on exit).
-  void write_group(std::unique_lock<std::mutex>& gl, std::exception_ptr& observer_error) {
-    group_writing_ = true;
-    Snapshot snap{tentative_, tentative_epoch_};
-    gl.unlock();
-    std::string failed;
-    try {
-      persist_snapshot(snap);
-    } catch (const std::exception& err) {
-      failed = err.what();
-    }
-    if (failed.empty()) {
-      GraphLock lock(this->g_);
-      gl.lock();
-      publish(gl, observer_error);
-    } else {
-      gl.lock();
-      fail_pending(failed);
-    }
-    group_writing_ = false;
-    gcv_.notify_all();
-  }
-
+  /// Writes `snap` unless a later snapshot is on disk or a failure since it was taken refused
+  /// its transitions. Writes are serialized by io_ (lock order: graph, io_, gm_). A failed
+  /// write refuses every transition not on disk; events are emitted with no lock held.
   void persist_snapshot(const Snapshot& snap) {
-    std::lock_guard io(io_);
-    if (durable_epoch_ >= snap.epoch) return;  // a later snapshot is already on disk
-    try {
-      write_state(snap.state, snap.epoch);
-    } catch (const std::exception& err) {
-      emit(PersistEvent::Kind::persist_failed, snap.epoch, err.what());
-      throw;
-    }
-    durable_state_ = snap.state;
-    durable_epoch_ = snap.epoch;
-    emit(PersistEvent::Kind::persisted, snap.epoch);
-  }
-
-  /// Moves every accepted transition that is on disk into the state cell, in order, then
-  /// marks their tickets done. Called with the graph's lock and gl held; releases gl meanwhile.
-  void publish(std::unique_lock<std::mutex>& gl, std::exception_ptr& observer_error) {
-    std::uint64_t durable;
+    std::optional<PersistEvent> event;
     {
       std::lock_guard io(io_);
-      durable = durable_epoch_;
+      {
+        std::lock_guard gl(gm_);
+        if (snap.generation != generation_ || durable_epoch_ >= snap.epoch) return;
+      }
+      try {
+        write_state(snap.state, snap.epoch);
+        std::lock_guard gl(gm_);
+        durable_state_ = snap.state;
+        durable_epoch_ = snap.epoch;
+        event = PersistEvent{PersistEvent::Kind::persisted, path_, snap.epoch};
+      } catch (const std::exception& err) {
+        std::lock_guard gl(gm_);
+        fail_pending(err.what());
+        event = PersistEvent{PersistEvent::Kind::persist_failed, path_, snap.epoch, err.what()};
+      }
     }
-    std::vector<Accepted> batch;
-    while (!accepted_.empty() && accepted_.front().epoch <= durable) {
-      batch.push_back(std::move(accepted_.front()));
-      accepted_.pop_front();
-    }
-    if (batch.empty()) return;
-    gl.unlock();  // observers may send again (into gm_)
+    gcv_.notify_all();
+    emit(event->kind, event->epoch, event->detail);
+  }
+
+  /// Moves the accepted transitions that are on disk into the state cell, one at a time and in
+  /// order (an observer's own send, published from inside, continues the same queue), and
+  /// marks their tickets done. Called with the graph's lock held and gm_ not held.
+  void publish(std::exception_ptr& observer_error) {
     CellNode<S>* n = this->cell_.node();
-    for (Accepted& a : batch) {
+    for (;;) {
+      Accepted a;
+      {
+        std::lock_guard gl(gm_);
+        if (accepted_.empty() || accepted_.front().epoch > durable_epoch_) return;
+        a = std::move(accepted_.front());
+        accepted_.pop_front();
+      }
       epoch_ = a.epoch;
       try {
-        commit_durable(n, std::move(a.to), a.epoch);
+        commit_durable(n, std::move(*a.to_storage), a.epoch);
       } catch (...) {
         if (!observer_error) observer_error = std::current_exception();
       }
+      {
+        std::lock_guard gl(gm_);
+        a.ticket->done = true;
+      }
+      gcv_.notify_all();
     }
-    gl.lock();
-    for (Accepted& a : batch) a.ticket->done = true;
   }
 
-  /// A write failed: every accepted transition not yet on disk is refused, and deciding goes
-  /// back to the last state on disk (gl held).
+  /// A write failed: every accepted transition not on disk is refused, deciding goes back to
+  /// the state on disk, and snapshots taken before now are stale (gm_ held).
   void fail_pending(const std::string& why) {
-    std::uint64_t durable;
-    {
-      std::lock_guard io(io_);
-      durable = durable_epoch_;
-      tentative_ = durable_state_;
-    }
-    tentative_epoch_ = durable;
+    ++generation_;
+    tentative_ = durable_state_;
+    tentative_epoch_ = durable_epoch_;
     failure_ = why;
-    while (!accepted_.empty() && accepted_.back().epoch > durable) {
+    while (!accepted_.empty() && accepted_.back().epoch > durable_epoch_) {
       accepted_.back().ticket->failed = true;
       accepted_.pop_back();
     }
@@ -379,7 +378,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     const std::uint64_t epoch = ++epoch_;
     {
       std::lock_guard al(am_);
-      latest_ = Snapshot{*next, epoch};  // the writer persists only the newest
+      latest_ = Snapshot{*next, epoch, 0};  // the writer persists only the newest
     }
     acv_.notify_one();
     std::exception_ptr err;
@@ -445,9 +444,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   std::deque<Accepted> accepted_;
   bool group_writing_ = false;
   std::string failure_;
-  std::mutex io_;
-  S durable_state_;              // io_
-  std::uint64_t durable_epoch_;  // io_
+  std::uint64_t generation_ = 0;  // bumped by every failed group write
+  std::mutex io_;                 // serializes group writes
+  S durable_state_;               // gm_
+  std::uint64_t durable_epoch_;   // gm_
 
   // async
   std::mutex am_;

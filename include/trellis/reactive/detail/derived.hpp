@@ -21,7 +21,8 @@ class DerivedHandle {
   T get() const {
     ValueNode<T>* n = h_.node();
     Graph* g = n->graph;
-    if (g->mutex != nullptr || (n->flags & (kDirty | kPending | kEvaluating | kDisposed)) != 0)
+    if (g->mutex != nullptr ||
+        (n->flags & (kDirty | kPending | kEvaluating | kDisposed | kFailed | kRecheck)) != 0)
         [[unlikely]]
       return get_slow(g, n);
     if (g->active_sub != nullptr) g->track(n);

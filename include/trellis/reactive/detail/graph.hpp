@@ -44,6 +44,11 @@ enum : std::uint32_t {
   kQueued = 1u << 6,      // in the flush queue or scheduled on an executor
   kDisposed = 1u << 7,    // detached; reading it raises disposed_error
   kHasHub = 1u << 8,      // has a Boost.Signals2 hub (subscribe)
+  // After a failure (an exception, an aborted flush) a node cannot keep Dirty or Pending:
+  // propagation stops at those marks, so the watchers below would never be queued again.
+  // These marks say the same to readers but look clean to propagation.
+  kFailed = 1u << 9,    // its last run threw: re-evaluate before use (as Dirty)
+  kRecheck = 1u << 10,  // a check through it was cut short: check before use (as Pending)
 };
 
 /// An edge dep -> sub, threaded on two intrusive lists: dep's subscribers and sub's dependencies.
@@ -73,6 +78,7 @@ class LinkStack {
     data_[size_++] = l;
   }
   Link* pop() noexcept { return data_[--size_]; }
+  Link* at(std::size_t i) const noexcept { return data_[i]; }
   void truncate(std::size_t n) noexcept { size_ = n; }
 
  private:
@@ -160,6 +166,8 @@ class GraphMutex {
 class HubBase {
  public:
   virtual ~HubBase() = default;
+  /// The observed node was disposed: disconnect every slot.
+  virtual void close() noexcept = 0;
 };
 
 [[noreturn]] void throw_disposed(const Node* n);
@@ -229,7 +237,8 @@ class Graph {
 
   /// Brings a computed up to date before its value is read; throws on a cycle or disposal.
   void refresh(Node* n) {
-    if ((n->flags & (kDirty | kPending | kEvaluating | kDisposed)) != 0) refresh_slow(n);
+    if ((n->flags & (kDirty | kPending | kEvaluating | kDisposed | kFailed | kRecheck)) != 0)
+      refresh_slow(n);
   }
 
   /// A cell's value changed: mark downstream, and flush unless a batch or flush is open.
@@ -280,7 +289,7 @@ class Graph {
 
   /// Subscription hubs (Boost.Signals2 edge), owned by the graph, keyed by node.
   HubBase* hub(Node* n) const noexcept;
-  void set_hub(Node* n, std::unique_ptr<HubBase> h);
+  void set_hub(Node* n, std::shared_ptr<HubBase> h);
 
  private:
   void add_link(Node* dep, Node* sub, Link* prev, Link* next);
@@ -323,11 +332,13 @@ class Graph {
     queue_.push_back(n);
   }
   void flush_queue();
-  void abort_flush(std::size_t from) noexcept;
+  void abort_flush(Node* overran) noexcept;
   [[noreturn]] void throw_budget(std::size_t runs, const Node* last);
   bool needs_run(Node* n);
   void count_run(Node* n, std::uint32_t epoch) noexcept;
   void finish_dispose(Node* n);
+  void finish_or_defer(Node* n);
+  void run_deferred() noexcept;
   void detach_subs(Node* n);
   void unlive(Node* n) noexcept;
   ~Graph() = default;
@@ -353,7 +364,9 @@ class Graph {
   Node* live_head_ = nullptr;
   std::size_t live_count_ = 0;
 
-  std::vector<std::pair<Node*, std::unique_ptr<HubBase>>> hubs_;
+  std::vector<std::pair<Node*, std::shared_ptr<HubBase>>> hubs_;
+  int walks_ = 0;                // check_dirty walks in progress (they hold links)
+  std::vector<Node*> deferred_;  // disposals waiting for the walks to end
 };
 
 inline Node::Node(Graph* g, std::uint32_t f) noexcept : graph(g), flags(f) { g->retain(); }
