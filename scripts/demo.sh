@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds and runs trellis's main demo (examples/signal_graph.cpp) in build/release.
+# Builds and runs trellis's main demo (examples/draft_review_revise.cpp) in build/release:
+# a durable agent graph that pauses for an approval, then, in a second process, approves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,13 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTRELLIS_BUILD_EXAMPLES=ON -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF
 
 step "build the demo"
-cmake --build build/release --target signal_graph -j "${TRELLIS_JOBS:-2}"
+cmake --build build/release --target draft_review_revise -j "${TRELLIS_JOBS:-2}"
 
-step "run build/release/examples/signal_graph"
-./build/release/examples/signal_graph
+runs=build/release/draft_review_revise.runs
+rm -rf "$runs"  # a fresh run-7 each time
+
+step "run build/release/examples/draft_review_revise (it pauses at the approval gate)"
+./build/release/examples/draft_review_revise --store "$runs"
+
+step "approve it (a second process resumes the paused run)"
+./build/release/examples/draft_review_revise --store "$runs" approve "$(id -un)"

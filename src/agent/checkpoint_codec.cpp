@@ -63,8 +63,8 @@ nlohmann::json CheckpointEncoder::encode(const Checkpoint& c) {
   } else {
     const nlohmann::json& before = *previous_;
     const auto old_state = before.find("state");
-    const bool diff_state = old_state != before.end() && old_state->is_object() &&
-                            now.at("state").is_object();
+    const bool diff_state =
+        old_state != before.end() && old_state->is_object() && now.at("state").is_object();
     nlohmann::json set = nlohmann::json::object();
     nlohmann::json unset = nlohmann::json::array();
     diff_members(before, now, diff_state, set, unset);

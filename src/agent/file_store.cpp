@@ -101,7 +101,8 @@ void flock_blocking(int fd, const fs::path& path) {
 
 // True when `fd` is still the file found at `path` (it was not renamed away or replaced).
 bool same_file(int fd, const fs::path& path) {
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0) return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
@@ -140,7 +141,7 @@ std::string encode_line(const nlohmann::json& record) {
 // What read_journal found.
 struct JournalRead {
   bool exists = false;
-  FileStamp stamp;            // of the bytes read (size = bytes read)
+  FileStamp stamp;  // of the bytes read (size = bytes read)
   std::uint64_t valid_size = 0;
   bool torn = false;
   std::size_t records = 0;
@@ -333,9 +334,8 @@ struct FileStore::RunFiles {
     if (cached && stamp_of(st) == stamp) return true;
     cached = false;
     detail::CheckpointDecoder decoder;
-    const JournalRead read = read_journal(journal(), decoder, [](auto&, std::uint64_t) {
-      return true;
-    });
+    const JournalRead read =
+        read_journal(journal(), decoder, [](auto&, std::uint64_t) { return true; });
     if (!read.exists || read.records == 0) return false;
     if (read.torn) {
       if (!writer) return true;  // usable, but not cached: the tail will change
@@ -399,8 +399,8 @@ FileStore::FileStore(fs::path root, FileStoreOptions options)
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec || !fs::is_directory(root_))
-    throw store_error("trellis: file store: cannot use '" + root_.string() + "' as its root: " +
-                      (ec ? ec.message() : std::string("not a directory")));
+    throw store_error("trellis: file store: cannot use '" + root_.string() +
+                      "' as its root: " + (ec ? ec.message() : std::string("not a directory")));
   // Finish deletions that a crash interrupted.
   for (const auto& entry : fs::directory_iterator(root_, ec)) {
     if (entry.path().filename().string().starts_with(kTrashPrefix)) {
@@ -460,8 +460,8 @@ void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
                    std::to_string(rf->newest_seq) + ", expected " + std::to_string(expected_seq) +
                    "): another worker advanced it");
   if (next.seq != expected_seq + 1)
-    throw store_error("trellis: run '" + next.run_id + "': checkpoint " +
-                      std::to_string(next.seq) + " cannot follow " + std::to_string(expected_seq));
+    throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
+                      " cannot follow " + std::to_string(expected_seq));
   std::string line;
   try {
     line = encode_line(rf->encoder.encode(next));
@@ -516,8 +516,8 @@ std::vector<std::string> FileStore::runs() {
     struct stat st {};
     if (::stat((entry.path() / kJournal).c_str(), &st) == 0 && st.st_size > 0) ids.push_back(name);
   }
-  if (ec) throw store_error("trellis: file store: cannot list '" + root_.string() + "': " +
-                            ec.message());
+  if (ec)
+    throw store_error("trellis: file store: cannot list '" + root_.string() + "': " + ec.message());
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -593,8 +593,8 @@ std::vector<nlohmann::json> FileStore::events(std::string_view run_id) {
     const std::size_t end = text.find('\n', pos);
     if (end == std::string::npos) break;  // torn last line
     nlohmann::json event;
-    if (auto refusal = trellis::detail::parse_json(
-            std::string_view(text.data() + pos, end - pos), event)) {
+    if (auto refusal =
+            trellis::detail::parse_json(std::string_view(text.data() + pos, end - pos), event)) {
       if (end + 1 == text.size()) break;  // torn last line
       corrupt(path, number, refusal->detail);
     }
@@ -628,8 +628,9 @@ void FileStore::apply_retention(const Retention& retention) {
         release_lease_fd(lease.fd.release());
         std::error_code ec;
         fs::remove_all(trash, ec);
-        if (ec) throw store_error("trellis: file store: cannot delete '" + trash.string() +
-                                  "': " + ec.message());
+        if (ec)
+          throw store_error("trellis: file store: cannot delete '" + trash.string() +
+                            "': " + ec.message());
         forget(id);
         continue;
       }

@@ -189,8 +189,8 @@ struct SqliteStore::Db {
   sqlite3* handle = nullptr;
 
   explicit Db(std::filesystem::path p) : path(std::move(p)) {
-    const int rc = sqlite3_open_v2(path.c_str(), &handle,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    const int rc =
+        sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     if (rc != SQLITE_OK) {
       const std::string message = handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc);
       sqlite3_close(handle);
@@ -227,7 +227,9 @@ struct SqliteStore::Db {
 
   // Statements live in `statements` (destroyed before the connection closes).
   std::vector<std::unique_ptr<Stmt>> statements;
-  Stmt& prepare(const char* sql) { return *statements.emplace_back(std::make_unique<Stmt>(*this, sql)); }
+  Stmt& prepare(const char* sql) {
+    return *statements.emplace_back(std::make_unique<Stmt>(*this, sql));
+  }
 
   void prepare_all() {
     begin = &prepare("BEGIN IMMEDIATE");
@@ -248,8 +250,7 @@ struct SqliteStore::Db {
         "ORDER BY seq");
     all_checkpoints = &prepare("SELECT seq, record FROM checkpoints WHERE run=?1 ORDER BY seq");
     list_runs = &prepare("SELECT run_id FROM runs ORDER BY run_id");
-    lease_get =
-        &prepare("SELECT owner, pid, token, expires_at_ms FROM leases WHERE run_id=?1");
+    lease_get = &prepare("SELECT owner, pid, token, expires_at_ms FROM leases WHERE run_id=?1");
     lease_put = &prepare(
         "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms) "
         "VALUES(?1, ?2, ?3, ?4, ?5)");
@@ -260,8 +261,7 @@ struct SqliteStore::Db {
     select_events = &prepare(
         "SELECT e.event FROM events e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 ORDER BY e.id");
     sync_off = &prepare("PRAGMA synchronous=OFF");
-    finished_before =
-        &prepare("SELECT id, run_id FROM runs WHERE finished=1 AND newest_at<?1");
+    finished_before = &prepare("SELECT id, run_id FROM runs WHERE finished=1 AND newest_at<?1");
     delete_checkpoints = &prepare("DELETE FROM checkpoints WHERE run=?1");
     delete_events = &prepare("DELETE FROM events WHERE run=?1");
     delete_run = &prepare("DELETE FROM runs WHERE id=?1");
@@ -269,8 +269,8 @@ struct SqliteStore::Db {
     longer_than = &prepare(
         "SELECT r.id, r.since_full, r.newest_seq FROM runs r "
         "WHERE (SELECT count(*) FROM checkpoints c WHERE c.run=r.id) > ?1");
-    nth_newest = &prepare(
-        "SELECT seq FROM checkpoints WHERE run=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2");
+    nth_newest =
+        &prepare("SELECT seq FROM checkpoints WHERE run=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2");
     make_full = &prepare("UPDATE checkpoints SET full=1, record=?3 WHERE run=?1 AND seq=?2");
     delete_before = &prepare("DELETE FROM checkpoints WHERE run=?1 AND seq<?2");
     set_since_full = &prepare("UPDATE runs SET since_full=?2 WHERE id=?1");
@@ -305,7 +305,7 @@ struct SqliteStore::Db {
   Stmt* delete_before = nullptr;
   Stmt* set_since_full = nullptr;
 
-  std::map<std::int64_t, Cached> cache;                   // run row id -> newest encoder
+  std::map<std::int64_t, Cached> cache;                  // run row id -> newest encoder
   std::map<std::string, std::string, std::less<>> held;  // run id -> token of our leases
 
   // The run's row: id, newest seq, records since its last full one.
@@ -356,7 +356,8 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
         rc == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
     sqlite3_finalize(s);
     db.check(rc, "PRAGMA journal_mode=WAL");
-    if (mode != "wal" && mode != "memory") db.refuse("cannot use WAL mode (journal mode " + mode + ")");
+    if (mode != "wal" && mode != "memory")
+      db.refuse("cannot use WAL mode (journal mode " + mode + ")");
   }
   db.exec(synchronous_pragma(options_.synchronous), "set synchronous");
   db.exec("BEGIN IMMEDIATE", "begin the schema check");
@@ -395,18 +396,17 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
       }
     }
     if (version > schema_version)
-      db.refuse("schema version " + std::to_string(version) +
-                " is newer than this build's (" + std::to_string(schema_version) +
-                "); use a newer trellis");
+      db.refuse("schema version " + std::to_string(version) + " is newer than this build's (" +
+                std::to_string(schema_version) + "); use a newer trellis");
     if (version == -1 && ours > 0)
-      db.refuse("the database has tables named like trellis's (runs, checkpoints, events, "
-                "leases) but no trellis_schema: it belongs to something else");
+      db.refuse(
+          "the database has tables named like trellis's (runs, checkpoints, events, "
+          "leases) but no trellis_schema: it belongs to something else");
     if (version != -1 && version < schema_version)
       db.refuse("schema version " + std::to_string(version) + " is not one trellis wrote");
     if (version == -1) {
       db.exec(kSchema, "create the schema");
-      db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) +
-               ")")
+      db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
                   .c_str(),
               "record the schema version");
     }
@@ -460,8 +460,8 @@ void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
                    std::to_string(run->newest_seq) + ", expected " + std::to_string(expected_seq) +
                    "): another worker advanced it");
   if (next.seq != expected_seq + 1)
-    throw store_error("trellis: run '" + next.run_id + "': checkpoint " +
-                      std::to_string(next.seq) + " cannot follow " + std::to_string(expected_seq));
+    throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
+                      " cannot follow " + std::to_string(expected_seq));
   // Our lease, if we hold one, must still be ours; the commit renews it.
   if (auto held = db.held.find(next.run_id); held != db.held.end()) {
     {

@@ -185,7 +185,18 @@ class Graph {
       throw graph_error("trellis: run '" + run_id +
                         "' waits for a decision: resume it with Approve, Reject or Input");
     S state = decode_state(*cp);
+    if (cp->schema != schema_) {
+      // Migrated: every later checkpoint holds the state in this program's schema, and says
+      // so (otherwise the next resume would migrate it again, and a failure would commit the
+      // old form).
+      cp->state = nlohmann::json(state);
+      cp->schema = schema_;
+    }
+    const bool after_crash = cp->status == RunStatus::Queued || cp->status == RunStatus::Running;
+    const std::string at = cp->next_node;
     Execution ex(*this, store, options, std::move(*cp), std::move(state));
+    // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
+    if (after_crash) ex.emit("resumed", at, 0.0);
     return ex.start(std::move(decision));
   }
 

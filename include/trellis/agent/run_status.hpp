@@ -30,12 +30,9 @@ inline const TransitionTable<RunStatus, RunEvent>& lifecycle() {
     t.from(RunStatus::Running).on(RunEvent::Interrupt).to(RunStatus::WaitingApproval);
     t.from(RunStatus::WaitingApproval).on(RunEvent::Continue).to(RunStatus::Running);
     t.from(RunStatus::Running).on(RunEvent::Succeed).to(RunStatus::Succeeded);
-    t.from(RunStatus::Queued, RunStatus::Running, RunStatus::WaitingApproval)
-        .on(RunEvent::Fail)
-        .to(RunStatus::Failed);
-    t.from(RunStatus::Queued, RunStatus::Running, RunStatus::WaitingApproval)
-        .on(RunEvent::Cancel)
-        .to(RunStatus::Cancelled);
+    // A paused run fails when its approval is rejected or expires (issue 5, sections 3-4).
+    t.from(RunStatus::Running, RunStatus::WaitingApproval).on(RunEvent::Fail).to(RunStatus::Failed);
+    t.from(RunStatus::Running).on(RunEvent::Cancel).to(RunStatus::Cancelled);
     return t;
   }();
   return table;

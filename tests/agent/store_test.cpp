@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: MIT
+// The Store contract (store.hpp) over every store, then each store's own bad input: a corrupt
+// or torn FileStore journal, a foreign or newer SQLite schema, leases held by another process.
+
+#include <trellis/agent/errors.hpp>
+#include <trellis/agent/file_store.hpp>
+#include <trellis/agent/graph.hpp>
+#include <trellis/agent/memory_store.hpp>
+#include <trellis/agent/sqlite_store.hpp>
+
+#include <sqlite3.h>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../persist/persist_test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using trellis::agent::Checkpoint;
+using trellis::agent::FileStore;
+using trellis::agent::Lease;
+using trellis::agent::MemoryStore;
+using trellis::agent::Retention;
+using trellis::agent::RunStatus;
+using trellis::agent::SqliteStore;
+
+// A store under test and, for the persistent ones, its files: `reopen()` makes a new object
+// over the same storage (MemoryStore keeps its one object).
+template <class S>
+class Harness;
+
+template <>
+class Harness<MemoryStore> {
+ public:
+  static constexpr bool persistent = false;
+  MemoryStore& store() { return store_; }
+  MemoryStore& reopen() { return store_; }
+
+ private:
+  MemoryStore store_;
+};
+
+template <>
+class Harness<FileStore> {
+ public:
+  static constexpr bool persistent = true;
+  Harness() { reopen(); }
+  FileStore& store() { return *store_; }
+  FileStore& reopen() {
+    store_.reset();
+    store_ = std::make_unique<FileStore>(root());
+    return *store_;
+  }
+  std::unique_ptr<FileStore> another() { return std::make_unique<FileStore>(root()); }
+  fs::path root() const { return dir_ / "runs"; }
+
+ private:
+  persist_test::ScratchDir dir_;
+  std::unique_ptr<FileStore> store_;
+};
+
+template <>
+class Harness<SqliteStore> {
+ public:
+  static constexpr bool persistent = true;
+  Harness() { reopen(); }
+  SqliteStore& store() { return *store_; }
+  SqliteStore& reopen() {
+    store_.reset();
+    store_ = std::make_unique<SqliteStore>(db());
+    return *store_;
+  }
+  std::unique_ptr<SqliteStore> another() { return std::make_unique<SqliteStore>(db()); }
+  fs::path db() const { return dir_ / "runs.db"; }
+
+ private:
+  persist_test::ScratchDir dir_;
+  std::unique_ptr<SqliteStore> store_;
+};
+
+std::string iso(std::chrono::system_clock::time_point t) {
+  return trellis::agent::detail::format_time(t);
+}
+
+// A fixed time (2023-11-14), so that two calls of cp() build equal checkpoints.
+const std::chrono::system_clock::time_point kT0{std::chrono::seconds(1'700'000'000)};
+
+// Checkpoint `seq` of run `id`: a small state that changes every step and a member that never
+// does.
+Checkpoint cp(const std::string& id, std::uint64_t seq, RunStatus status = RunStatus::Running,
+              std::chrono::system_clock::time_point at = kT0) {
+  Checkpoint c;
+  c.run_id = id;
+  c.seq = seq;
+  c.status = status;
+  c.next_node = seq % 2 == 0 ? "draft" : "review";
+  c.step = seq;
+  c.attempt = static_cast<std::uint32_t>(seq % 3);
+  c.state = {{"count", seq}, {"text", std::string(64, 'x')}, {"tags", {"a", "b"}}};
+  c.schema = 2;
+  c.fingerprint = "draft,review@1";
+  c.created_at = iso(at + std::chrono::seconds(seq));
+  return c;
+}
+
+// Commits checkpoints 1..last after the one `create` wrote.
+template <class S>
+void advance(S& store, const std::string& id, std::uint64_t last) {
+  for (std::uint64_t seq = 1; seq <= last; ++seq) store.commit(cp(id, seq), seq - 1);
+}
+
+std::vector<std::uint64_t> seqs(const std::vector<Checkpoint>& history) {
+  std::vector<std::uint64_t> out;
+  for (const Checkpoint& c : history) out.push_back(c.seq);
+  return out;
+}
+
+}  // namespace
+
+#define TRELLIS_ALL_STORES MemoryStore, FileStore, SqliteStore
+TYPE_TO_STRING(MemoryStore);
+TYPE_TO_STRING(FileStore);
+TYPE_TO_STRING(SqliteStore);
+
+// ---- the contract, over every store -----------------------------------------------------------
+
+TEST_CASE_TEMPLATE("store: create writes the first checkpoint and latest reads it", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  CHECK_FALSE(h.store().latest("run-1").has_value());
+  const Checkpoint first = cp("run-1", 0, RunStatus::Queued);
+  h.store().create(first);
+  CHECK(h.store().latest("run-1") == first);
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0});
+}
+
+TEST_CASE_TEMPLATE("store: commits append; history and checkpoint(seq) read any of them", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  advance(h.store(), "run-1", 5);
+  CHECK(h.store().latest("run-1") == cp("run-1", 5));
+  const auto history = h.store().history("run-1");
+  REQUIRE(history.size() == 6);
+  for (std::uint64_t seq = 0; seq <= 5; ++seq) {
+    const auto one = h.store().checkpoint("run-1", seq);
+    REQUIRE(one.has_value());
+    CHECK(*one == history[seq]);
+    CHECK(one->seq == seq);
+    CHECK(one->state["count"] == seq);
+  }
+  CHECK_FALSE(h.store().checkpoint("run-1", 6).has_value());
+  CHECK_FALSE(h.store().checkpoint("other", 0).has_value());
+  CHECK(h.store().history("other").empty());
+}
+
+TEST_CASE_TEMPLATE("store: a second create of the same run fails", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  CHECK_THROWS_AS(h.store().create(cp("run-1", 0)), trellis::agent::run_busy);
+  CHECK(h.store().history("run-1").size() == 1);
+}
+
+TEST_CASE_TEMPLATE("store: a stale expected_seq is run_busy and writes nothing", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  advance(h.store(), "run-1", 2);
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 2), 1), trellis::agent::run_busy);
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 1), 0), trellis::agent::run_busy);
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
+  h.store().commit(cp("run-1", 3), 2);
+  CHECK(h.store().latest("run-1")->seq == 3);
+}
+
+TEST_CASE_TEMPLATE("store: commit to a run that does not exist is unknown_run", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  CHECK_THROWS_AS(h.store().commit(cp("nobody", 1), 0), trellis::agent::unknown_run);
+}
+
+TEST_CASE_TEMPLATE("store: racing committers of one seq: exactly one wins", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kSteps = 20;
+  std::atomic<int> wins{0};
+  std::atomic<int> losses{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (std::uint64_t seq = 1; seq <= kSteps; ++seq) {
+        // Everyone tries every seq; a loser retries the same seq only if nobody took it.
+        for (;;) {
+          const std::uint64_t newest = h.store().latest("run-1")->seq;
+          if (newest >= seq) break;
+          try {
+            h.store().commit(cp("run-1", newest + 1), newest);
+            wins.fetch_add(1);
+          } catch (const trellis::agent::run_busy&) {
+            losses.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(wins.load() == static_cast<int>(kSteps));
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t s = 0; s <= kSteps; ++s) expected.push_back(s);
+  CHECK(seqs(h.store().history("run-1")) == expected);
+}
+
+TEST_CASE_TEMPLATE("store: a lease refuses a second worker thread until it is dropped", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  std::optional<Lease> first = h.store().lease("run-1", "worker-a");
+  CHECK(first->held());
+  std::string refusal;
+  std::thread([&] {
+    try {
+      (void)h.store().lease("run-1", "worker-b");
+    } catch (const trellis::agent::run_busy& e) {
+      refusal = e.what();
+    }
+  }).join();
+  CHECK(refusal.find("worker-a") != std::string::npos);
+  CHECK_THROWS_AS((void)h.store().lease("run-1", "worker-c"), trellis::agent::run_busy);
+  CHECK_NOTHROW((void)h.store().lease("run-2", "worker-c"));  // other runs are free
+  first.reset();
+  std::thread([&] { CHECK(h.store().lease("run-1", "worker-b").held()); }).join();
+}
+
+TEST_CASE_TEMPLATE("store: events are appended and read back in order", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  h.store().create(cp("run-2", 0));
+  for (int i = 0; i < 5; ++i) {
+    h.store().append_event("run-1", {{"kind", "step_completed"}, {"step", i}});
+    h.store().append_event("run-2", {{"kind", "other"}, {"step", i}});
+  }
+  const auto events = h.store().events("run-1");
+  REQUIRE(events.size() == 5);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(events[static_cast<std::size_t>(i)]["step"] == i);
+    CHECK(events[static_cast<std::size_t>(i)]["kind"] == "step_completed");
+  }
+  CHECK(h.store().events("nobody").empty());
+}
+
+TEST_CASE_TEMPLATE("store: runs() lists every created run", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  CHECK(h.store().runs().empty());
+  h.store().create(cp("b-run", 0));
+  h.store().create(cp("a-run", 0));
+  (void)h.store().lease("c-leased-only", "w");  // a lease alone does not make a run
+  CHECK(h.store().runs() == std::vector<std::string>{"a-run", "b-run"});
+}
+
+TEST_CASE_TEMPLATE("store: keep_last keeps the newest checkpoints of every run", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("long", 0));
+  advance(h.store(), "long", 9);
+  h.store().create(cp("short", 0));
+  advance(h.store(), "short", 1);
+  const auto before = h.store().history("long");
+  h.store().apply_retention(Retention{.keep_last = 3});
+  CHECK(seqs(h.store().history("long")) == std::vector<std::uint64_t>{7, 8, 9});
+  CHECK(seqs(h.store().history("short")) == std::vector<std::uint64_t>{0, 1});
+  CHECK(h.store().checkpoint("long", 7) == before[7]);
+  CHECK(h.store().checkpoint("long", 9) == before[9]);
+  CHECK_FALSE(h.store().checkpoint("long", 6).has_value());
+  h.store().commit(cp("long", 10), 9);  // the chain goes on after the rewrite
+  CHECK(h.reopen().latest("long") == cp("long", 10));
+}
+
+TEST_CASE_TEMPLATE("store: finished runs older than the limit are deleted, others kept", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  const auto old = std::chrono::system_clock::now() - 48h;
+  h.store().create(cp("old-done", 0, RunStatus::Succeeded, old));
+  h.store().append_event("old-done", {{"kind", "graph_completed"}});
+  h.store().create(cp("old-failed", 0, RunStatus::Failed, old));
+  h.store().create(cp("old-waiting", 0, RunStatus::WaitingApproval, old));
+  h.store().create(cp("new-done", 0, RunStatus::Succeeded, std::chrono::system_clock::now()));
+  h.store().create(cp("old-done-leased", 0, RunStatus::Succeeded, old));
+  Lease lease = h.store().lease("old-done-leased", "auditor");
+  h.store().apply_retention(Retention{.finished_older_than = 24h});
+  CHECK(h.store().runs() == std::vector<std::string>{"new-done", "old-done-leased", "old-waiting"});
+  CHECK_FALSE(h.store().latest("old-done").has_value());
+  CHECK(h.store().events("old-done").empty());
+  // The id is free again.
+  h.store().create(cp("old-done", 0));
+  CHECK(h.store().history("old-done").size() == 1);
+}
+
+TEST_CASE_TEMPLATE("store: run ids that could escape the store are refused", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  using trellis::agent::invalid_run_id;
+  const std::vector<std::string> bad = {
+      "", "..", ".", "a/b", "../x", std::string(200, 'a'), std::string("a\0b", 3), "a\\b", "a b"};
+  for (const std::string& id : bad) {
+    CAPTURE(id);
+    CHECK_THROWS_AS(h.store().create(cp(id, 0)), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().latest(id), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().history(id), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().checkpoint(id, 0), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().lease(id, "w"), invalid_run_id);
+  }
+  CHECK(h.store().runs().empty());
+  CHECK_NOTHROW(h.store().create(cp(std::string(128, 'a'), 0)));
+  CHECK_NOTHROW(h.store().create(cp("Run_1.v2-final", 0)));
+}
+
+TEST_CASE_TEMPLATE("store: a new object over the same storage sees everything", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  if constexpr (Harness<S>::persistent) {
+    h.store().create(cp("run-1", 0));
+    advance(h.store(), "run-1", 70);  // past a full snapshot
+    h.store().append_event("run-1", {{"kind", "step_completed"}});
+    const auto history = h.store().history("run-1");
+    S& again = h.reopen();
+    CHECK(again.history("run-1") == history);
+    CHECK(again.latest("run-1") == history.back());
+    CHECK(again.checkpoint("run-1", 65) == history[65]);
+    CHECK(again.events("run-1").size() == 1);
+    CHECK(again.runs() == std::vector<std::string>{"run-1"});
+    CHECK_THROWS_AS(again.commit(cp("run-1", 70), 69), trellis::agent::run_busy);
+    again.commit(cp("run-1", 71), 70);
+    CHECK(again.latest("run-1")->seq == 71);
+  }
+}
+
+TEST_CASE_TEMPLATE("store: two objects over the same storage share the version check", S, FileStore,
+                   SqliteStore) {
+  Harness<S> h;
+  auto other = h.another();
+  h.store().create(cp("run-1", 0));
+  CHECK_THROWS_AS(other->create(cp("run-1", 0)), trellis::agent::run_busy);
+  h.store().commit(cp("run-1", 1), 0);
+  CHECK_THROWS_AS(other->commit(cp("run-1", 1), 0), trellis::agent::run_busy);
+  other->commit(cp("run-1", 2), 1);
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 2), 1), trellis::agent::run_busy);
+  h.store().commit(cp("run-1", 3), 2);  // its cached newest was stale: it re-reads
+  CHECK(seqs(other->history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
+  CHECK(other->latest("run-1") == h.store().latest("run-1"));
+  Lease lease = h.store().lease("run-1", "first");
+  CHECK_THROWS_AS((void)other->lease("run-1", "second"), trellis::agent::run_busy);
+}
+
+TEST_CASE_TEMPLATE("store: a state that is not an object, and members that come and go", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  Checkpoint c = cp("run-1", 0);
+  c.state = 7;
+  h.store().create(c);
+  std::vector<Checkpoint> written{c};
+  std::vector<nlohmann::json> states;
+  for (const char* text : {R"("text")", "{}", R"({"a":1})", R"({"a":1,"b":[1,2]})",
+                           R"({"b":[1,2]})", "[]", "null", R"({"b":{"c":1}})"})
+    states.push_back(nlohmann::json::parse(text));
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    Checkpoint n = cp("run-1", i + 1);
+    n.state = states[i];
+    if (i == 2) n.interrupt = trellis::agent::Interrupt{.reason = "approve?", .then = "revise"};
+    h.store().commit(n, i);
+    written.push_back(n);
+  }
+  CHECK(h.store().history("run-1") == written);
+  CHECK(h.reopen().history("run-1") == written);
+}
+
+namespace {
+
+struct Note {
+  int drafts = 0;
+  std::string big;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Note, drafts, big)
+
+struct Draft final : trellis::agent::Node<Note> {
+  std::string_view name() const override { return "draft"; }
+  trellis::agent::NextStep run(Note& s, trellis::agent::RunContext&) override {
+    ++s.drafts;
+    if (s.drafts < 3) return trellis::agent::Goto{"draft"};
+    return trellis::agent::Interrupt{.reason = "publish?", .then = "publish"};
+  }
+};
+struct Publish final : trellis::agent::Node<Note> {
+  std::string_view name() const override { return "publish"; }
+  trellis::agent::NextStep run(Note&, trellis::agent::RunContext&) override {
+    return trellis::agent::Halt{};
+  }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("store: a graph runs, pauses and resumes on it from a new store object", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  trellis::agent::Graph<Note> g;
+  g.add<Draft>().add<Publish>().entry("draft").max_steps(10);
+  auto paused = g.run("run-1", Note{.drafts = 0, .big = std::string(4096, 'b')}, h.store());
+  CHECK(paused.status == RunStatus::WaitingApproval);
+  auto done = g.resume("run-1", h.reopen(), trellis::agent::Approve{.reviewer = "ana"});
+  CHECK(done.status == RunStatus::Succeeded);
+  CHECK(done.state->drafts == 3);
+  CHECK(done.state->big.size() == 4096);
+  const auto history = h.store().history("run-1");
+  REQUIRE(history.size() >= 5);
+  CHECK(history.back().status == RunStatus::Succeeded);
+  CHECK_FALSE(h.store().events("run-1").empty());
+  CHECK_THROWS_AS(g.resume("run-1", h.store()), trellis::agent::run_finished);
+}
+
+// ---- FileStore ---------------------------------------------------------------------------------
+
+namespace {
+
+fs::path journal_of(const Harness<FileStore>& h, const std::string& id) {
+  return h.root() / id / "journal.jsonl";
+}
+
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::vector<std::string> lines;
+  std::string text = persist_test::read_bytes(file);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find('\n', pos);
+    lines.push_back(text.substr(pos, end == std::string::npos ? end : end + 1 - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("file store: a corrupt middle line is a store_error naming the file and the line") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  advance(h.store(), "run-1", 3);
+  const fs::path journal = journal_of(h, "run-1");
+  auto lines = lines_of(journal);
+  REQUIRE(lines.size() == 4);
+  const auto at = lines[1].find("review");
+  REQUIRE(at != std::string::npos);
+  lines[1][at] = 'R';  // one flipped byte: the checksum no longer matches
+  std::string text;
+  for (const auto& l : lines) text += l;
+  persist_test::write_bytes(journal, text);
+  const std::string bytes = persist_test::read_bytes(journal);
+  // A new object: one that cached the journal trusts its size and mtime, and an edit in place
+  // that keeps the size is not something any writer does.
+  for (int round = 0; round < 2; ++round) {
+    FileStore& store = h.reopen();
+    try {
+      (void)store.history("run-1");
+      FAIL("a corrupt line was accepted");
+    } catch (const trellis::agent::store_error& e) {
+      const std::string what = e.what();
+      CHECK(what.find(journal.string()) != std::string::npos);
+      CHECK(what.find("line 2") != std::string::npos);
+      CHECK(what.find("checksum") != std::string::npos);
+    }
+    CHECK_THROWS_AS(store.commit(cp("run-1", 4), 3), trellis::agent::store_error);
+  }
+  CHECK(persist_test::read_bytes(journal) == bytes);  // never rewritten
+}
+
+TEST_CASE("file store: a torn last line is ignored, then cut before the next append") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  advance(h.store(), "run-1", 2);
+  const fs::path journal = journal_of(h, "run-1");
+  const std::string intact = persist_test::read_bytes(journal);
+  SUBCASE("half a line") {
+    const std::string next = lines_of(journal)[2];
+    persist_test::write_bytes(journal, intact + next.substr(0, next.size() / 2));
+  }
+  SUBCASE("a whole line with a bad checksum") {
+    std::string next = lines_of(journal)[2];
+    next[next.size() - 5] ^= 1;  // inside the checksum
+    persist_test::write_bytes(journal, intact + next);
+  }
+  FileStore& store = h.reopen();
+  CHECK(store.latest("run-1")->seq == 2);
+  CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
+  store.commit(cp("run-1", 3), 2);
+  CHECK(seqs(h.reopen().history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
+  CHECK(persist_test::read_bytes(journal).starts_with(intact));
+  CHECK(lines_of(journal).size() == 4);
+}
+
+TEST_CASE("file store: a torn last event line is ignored and cut before the next event") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  h.store().append_event("run-1", {{"n", 1}});
+  const fs::path events = h.root() / "run-1" / "events.jsonl";
+  persist_test::write_bytes(events, persist_test::read_bytes(events) + "{\"n\":");
+  CHECK(h.store().events("run-1").size() == 1);
+  h.store().append_event("run-1", {{"n", 2}});
+  const auto read = h.store().events("run-1");
+  REQUIRE(read.size() == 2);
+  CHECK(read[1]["n"] == 2);
+  persist_test::write_bytes(events, "{\"n\":1}\nnot json\n{\"n\":3}\n");
+  CHECK_THROWS_WITH_AS((void)h.store().events("run-1"), doctest::Contains("line 2"),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("file store: every run lives in its own directory under the root") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  h.store().append_event("run-1", {{"n", 1}});
+  CHECK(fs::exists(h.root() / "run-1" / "journal.jsonl"));
+  CHECK(fs::exists(h.root() / "run-1" / "events.jsonl"));
+  CHECK(h.store().run_directory("run-1") == h.root() / "run-1");
+  CHECK_THROWS_AS((void)h.store().run_directory("../escape"), trellis::agent::invalid_run_id);
+  CHECK(persist_test::mode_of(h.root() / "run-1" / "journal.jsonl") == 0600);
+}
+
+TEST_CASE("file store: touching many runs keeps a bounded number of descriptors open") {
+  Harness<FileStore> h;
+  const auto open_fds = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+  };
+  const auto before = open_fds();
+  for (int i = 0; i < 400; ++i) {
+    const std::string id = "run-" + std::to_string(i);
+    h.store().create(cp(id, 0));
+    h.store().commit(cp(id, 1), 0);
+    h.store().append_event(id, {{"n", i}});
+  }
+  CHECK(open_fds() - before <= 3 * 128 + 8);
+  CHECK(h.store().runs().size() == 400);
+  CHECK(h.store().latest("run-7")->seq == 1);
+}
+
+TEST_CASE("file store: an unchanged 4 KiB member costs under 400 bytes per step") {
+  Harness<FileStore> h;
+  const std::string big(4096, 'k');
+  Checkpoint c = cp("run-1", 0);
+  c.state["big"] = big;
+  h.store().create(c);
+  const auto size_after_create = fs::file_size(journal_of(h, "run-1"));
+  constexpr std::uint64_t kSteps = 640;  // ten snapshots' worth
+  for (std::uint64_t seq = 1; seq <= kSteps; ++seq) {
+    Checkpoint n = cp("run-1", seq);
+    n.state["big"] = big;
+    h.store().commit(n, seq - 1);
+  }
+  const double per_step =
+      static_cast<double>(fs::file_size(journal_of(h, "run-1")) - size_after_create) / kSteps;
+  MESSAGE("FileStore: " << per_step << " bytes per step with an unchanged 4 KiB member");
+  CHECK(per_step <= 400.0);
+  const auto newest = h.reopen().latest("run-1");
+  CHECK(newest->state["big"] == big);
+  CHECK(h.store().checkpoint("run-1", 333)->state["count"] == 333);
+}
+
+TEST_CASE(
+    "file store: a lease held by another process is run_busy naming its pid, free once "
+    "it is killed") {
+  Harness<FileStore> h;
+  persist_test::Child child =
+      persist_test::spawn_program(TRELLIS_STORE_LEASE_CHILD, {"file", h.root().string(), "run-1"});
+  const std::string line = persist_test::read_line(child);
+  REQUIRE(line.starts_with("leased "));
+  const std::string pid = line.substr(7, line.size() - 8);
+  CHECK(pid == std::to_string(child.pid));
+  const std::string holder = "(pid " + pid + ")";
+  CHECK_THROWS_WITH_AS((void)h.store().lease("run-1", "parent"), doctest::Contains(holder.c_str()),
+                       trellis::agent::run_busy);
+  ::kill(child.pid, SIGKILL);
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  CHECK(h.store().lease("run-1", "parent").held());
+}
+
+// ---- SqliteStore -------------------------------------------------------------------------------
+
+namespace {
+
+void sql(const fs::path& db, const std::string& statement) {
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  char* message = nullptr;
+  const int rc = sqlite3_exec(handle, statement.c_str(), nullptr, nullptr, &message);
+  const std::string text = message ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(handle);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, text);
+}
+
+}  // namespace
+
+TEST_CASE("sqlite store: a newer schema version is refused with store_error") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  { SqliteStore store(db); }
+  sql(db, "UPDATE trellis_schema SET version = 2");
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 2 is newer"),
+                       trellis::agent::store_error);
+  const std::string name = db.string();
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: tables of another program with trellis's names are refused") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "app.db";
+  sql(db, "CREATE TABLE runs(name TEXT)");
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("belongs to something else"),
+                       trellis::agent::store_error);
+  const fs::path shared = dir / "shared.db";
+  sql(shared, "CREATE TABLE app_users(name TEXT)");  // unrelated tables are fine
+  SqliteStore store(shared);
+  store.create(cp("run-1", 0));
+  CHECK(store.runs() == std::vector<std::string>{"run-1"});
+}
+
+TEST_CASE("sqlite store: a file that is not a database is refused naming it") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "garbage.db";
+  persist_test::write_bytes(db, std::string(8192, 'g'));
+  const std::string name = db.string();
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+  CHECK_THROWS_WITH_AS(SqliteStore(dir / "missing" / "x.db"), doctest::Contains("open"),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: WAL mode and the synchronous setting are in force") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db, {.synchronous = trellis::agent::SqliteSynchronous::normal});
+  store.create(cp("run-1", 0));
+  CHECK(fs::exists(dir / "runs.db-wal"));
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "wal");
+  sqlite3_finalize(s);
+  sqlite3_close(handle);
+}
+
+TEST_CASE("sqlite store: an unchanged 4 KiB member is not stored again every step") {
+  persist_test::ScratchDir dir;
+  SqliteStore store(dir / "runs.db");
+  const std::string big(4096, 'k');
+  Checkpoint c = cp("run-1", 0);
+  c.state["big"] = big;
+  store.create(c);
+  for (std::uint64_t seq = 1; seq <= 128; ++seq) {
+    Checkpoint n = cp("run-1", seq);
+    n.state["big"] = big;
+    store.commit(n, seq - 1);
+  }
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open((dir / "runs.db").c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, "SELECT sum(length(record)) FROM checkpoints", -1, &s,
+                             nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  const double per_step = static_cast<double>(sqlite3_column_int64(s, 0)) / 129.0;
+  sqlite3_finalize(s);
+  sqlite3_close(handle);
+  MESSAGE("SqliteStore: " << per_step << " record bytes per step with an unchanged 4 KiB member");
+  CHECK(per_step <= 400.0);
+  CHECK(store.checkpoint("run-1", 100)->state["big"] == big);
+}
+
+TEST_CASE(
+    "sqlite store: a lease held by another process is run_busy until its TTL after a "
+    "kill") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  persist_test::Child child = persist_test::spawn_program(TRELLIS_STORE_LEASE_CHILD,
+                                                          {"sqlite", db.string(), "run-1", "1500"});
+  const std::string line = persist_test::read_line(child);
+  REQUIRE(line.starts_with("leased "));
+  const std::string pid = line.substr(7, line.size() - 8);
+  const std::string holder = "'child' (pid " + pid;
+  CHECK_THROWS_WITH_AS((void)store.lease("run-1", "parent"), doctest::Contains(holder.c_str()),
+                       trellis::agent::run_busy);
+  ::kill(child.pid, SIGKILL);
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool taken = false;
+  while (!taken && std::chrono::steady_clock::now() < deadline) {
+    try {
+      taken = store.lease("run-1", "parent").held();
+    } catch (const trellis::agent::run_busy&) {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  CHECK(taken);
+}
+
+TEST_CASE("sqlite store: a holder whose expired lease was taken over cannot commit") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore slow(db, {.lease_ttl = 50ms});
+  SqliteStore fast(db);
+  slow.create(cp("run-1", 0));
+  Lease old = slow.lease("run-1", "slow");
+  slow.commit(cp("run-1", 1), 0);  // renews: still ours
+  std::this_thread::sleep_for(120ms);
+  Lease taken = fast.lease("run-1", "fast");
+  CHECK_THROWS_WITH_AS(slow.commit(cp("run-1", 2), 1), doctest::Contains("taken by 'fast'"),
+                       trellis::agent::run_busy);
+  fast.commit(cp("run-1", 2), 1);
+  CHECK(seqs(fast.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
+}

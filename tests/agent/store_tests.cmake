@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# The agent stores: one behavioural suite over MemoryStore, FileStore and SqliteStore, plus each
+# store's bad input. Included from tests/agent/tests.cmake (after trellis_add_test_executable
+# is defined).
+find_package(OpenSSL REQUIRED)  # persist_test_support.hpp hashes hand-built files
+
+# A child process that holds a lease until it is killed (the cross-process lease cases).
+add_executable(trellis_store_lease_child ${CMAKE_CURRENT_LIST_DIR}/store_lease_child.cpp)
+target_link_libraries(trellis_store_lease_child PRIVATE trellis::trellis trellis::sqlite)
+if(COMMAND trellis_set_warnings)
+  trellis_set_warnings(trellis_store_lease_child)
+endif()
+
+trellis_add_test_executable(trellis_store_tests ${CMAKE_CURRENT_LIST_DIR}/store_test.cpp)
+target_link_libraries(trellis_store_tests PRIVATE trellis::sqlite OpenSSL::Crypto SQLite::SQLite3)
+target_compile_definitions(trellis_store_tests PRIVATE
+  TRELLIS_STORE_LEASE_CHILD="$<TARGET_FILE:trellis_store_lease_child>")
+add_dependencies(trellis_store_tests trellis_store_lease_child)
+add_test(NAME trellis_store_tests COMMAND trellis_store_tests)
+set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)

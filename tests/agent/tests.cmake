@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# The agent layer: the graph's run loop, lifecycle, retries, hooks, approvals and events on
+# MemoryStore with a manual clock. Included from tests/CMakeLists.txt (after
+# trellis_add_test_executable is defined).
+trellis_add_test_executable(trellis_agent_tests ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp)
+# Golden files are read from the source tree (where TRELLIS_UPDATE_GOLDEN=1 rewrites them),
+# whatever the build or working directory.
+target_compile_definitions(trellis_agent_tests PRIVATE
+  TRELLIS_AGENT_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
+add_test(NAME trellis_agent_tests COMMAND trellis_agent_tests)
+set_tests_properties(trellis_agent_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+
+# The behavioural suite over every store, when it is there.
+include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
