@@ -34,8 +34,7 @@ void write(const std::filesystem::path& file, const std::string& text) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::filesystem::path dir = argc > 1 ? argv[1] : ".";
+int run(const std::filesystem::path& dir) {
   trellis::Context ctx;
   trellis::StateMachine<Phase, Event> cycle{ctx, Phase::Committed, doc_cycle::table()};
   auto open = ctx.computed([cell = cycle.state_cell()] {
@@ -69,4 +68,14 @@ int main(int argc, char** argv) {
     std::cout << "no SVG: Graphviz's dot is not installed\n";
   }
   std::cout << "done\n";
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc > 1 ? argv[1] : ".");
+  } catch (const std::exception& e) {
+    std::cerr << "document_cycle: " << e.what() << "\n";
+    return 1;
+  }
 }
