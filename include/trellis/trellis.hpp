@@ -1,7 +1,12 @@
 #pragma once
 /// @file
-/// Umbrella header: everything trellis offers.
+/// Umbrella header: everything trellis offers (the SQLite store, in its own target
+/// trellis::sqlite, is included on its own: <trellis/agent/sqlite_store.hpp>).
 
+#include "trellis/agent/file_store.hpp"
+#include "trellis/agent/graph.hpp"
+#include "trellis/agent/memory_store.hpp"
+#include "trellis/agent/run_monitor.hpp"
 #include "trellis/error.hpp"
 #include "trellis/machine/diagram.hpp"
 #include "trellis/machine/enumeration.hpp"

@@ -9,6 +9,7 @@
 #include <trellis/agent/errors.hpp>
 #include <trellis/agent/graph.hpp>
 #include <trellis/agent/memory_store.hpp>
+#include <trellis/agent/run_monitor.hpp>
 #include <trellis/machine/testing.hpp>
 
 #include <doctest/doctest.h>
@@ -1297,4 +1298,66 @@ TEST_CASE("agent: the lease is released when a run call ends, so the run can be 
   auto lease = h.store.lease("run-1", "someone");  // free again after run()
   CHECK(lease.held());
   CHECK_THROWS_AS(h.resume("run-1", ag::Approve{}), ag::run_busy);
+}
+
+// ---------------------------------------------------------------- monitor and fork
+
+TEST_CASE("agent: a RunMonitor follows the run's status as reactive state") {
+  Harness h;
+  h.node("ask", [](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    if (ctx.approved()) return ag::Halt{};
+    return ag::Interrupt{"ok?"};
+  });
+  h.graph.entry("ask");
+  trellis::Context ctx;
+  ag::RunMonitor monitor{ctx};
+  auto waiting = monitor.state_is(RunStatus::WaitingApproval);
+  std::vector<bool> seen;
+  auto effect = ctx.effect([&] { seen.push_back(waiting.get()); });
+
+  ag::RunOptions o;
+  o.monitor = &monitor;
+  h.run("run-1", o);
+  CHECK(waiting.get());
+  CHECK(monitor.status().get() == RunStatus::WaitingApproval);
+  h.resume("run-1", ag::Approve{}, o);
+  CHECK_FALSE(waiting.get());
+  CHECK(monitor.status().get() == RunStatus::Succeeded);
+  CHECK(seen == std::vector<bool>{false, true, false});
+}
+
+TEST_CASE("agent: fork starts a new run from any checkpoint of another") {
+  Harness h;
+  h.node("a", to("b")).node("b", to("c")).node("c", halt());
+  h.graph.entry("a");
+  REQUIRE(h.run().succeeded());
+  const auto history = h.store.history("run-1");
+  REQUIRE(history.size() >= 3);
+  // Checkpoint 1 was committed after "a": the fork continues at "b" with a's changes only.
+  h.graph.fork("run-1", 1, "run-2", h.store);
+  const ag::Checkpoint first = h.latest("run-2");
+  CHECK(first.seq == 0);
+  CHECK(first.next_node == "b");
+  CHECK(first.step == 1);
+  h.calls.clear();
+  const auto out = h.resume("run-2");
+  CHECK(out.succeeded());
+  CHECK(out.state->trail == Trail{"a", "b", "c"});
+  CHECK(h.calls["a"] == 0);
+  CHECK(h.calls["b"] == 1);
+  CHECK(h.store.history("run-1").size() == history.size());  // the source is untouched
+}
+
+TEST_CASE("agent: fork refuses a missing checkpoint, an existing id and another graph") {
+  Harness h;
+  h.node("a", halt());
+  h.graph.entry("a");
+  REQUIRE(h.run().succeeded());
+  CHECK_THROWS_AS(h.graph.fork("run-1", 99, "run-2", h.store), ag::unknown_run);
+  CHECK_THROWS_AS(h.graph.fork("run-1", 0, "run-1", h.store), ag::graph_error);
+  CHECK_THROWS_AS(h.graph.fork("run-1", 0, "../x", h.store), ag::invalid_run_id);
+  Harness other;
+  other.node("a", halt()).node("z", halt());
+  other.graph.entry("a");
+  CHECK_THROWS_AS(other.graph.fork("run-1", 0, "run-2", h.store), ag::graph_mismatch);
 }

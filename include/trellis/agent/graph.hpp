@@ -50,6 +50,7 @@
 #include "trellis/agent/permission.hpp"
 #include "trellis/agent/resume.hpp"
 #include "trellis/agent/retry.hpp"
+#include "trellis/agent/run_monitor.hpp"
 #include "trellis/agent/run_status.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
@@ -66,6 +67,8 @@ struct RunOptions {
   std::string worker = "worker";        ///< the lease owner's name (in run_busy messages)
   /// Called on every status change of the run (from, to), on the calling thread.
   std::function<void(RunStatus, RunStatus)> on_status = {};
+  /// Follows the run's status as reactive state (state_is); set at the start of the call.
+  RunMonitor* monitor = nullptr;
 };
 
 namespace detail {
@@ -200,6 +203,38 @@ class Graph {
     return ex.start(std::move(decision));
   }
 
+  /// Starts run `new_id` from checkpoint `seq` of run `from_id` (time travel): same state,
+  /// next node and step count, its own history from there. Resume it to run it. A checkpoint
+  /// of a failed or succeeded run can be forked too (it is a new run); one that waits for
+  /// approval is forked waiting.
+  void fork(const std::string& from_id, std::uint64_t seq, const std::string& new_id,
+            Store& store) {
+    check_run_id(from_id);
+    check_run_id(new_id);
+    std::optional<Checkpoint> cp = store.checkpoint(from_id, seq);
+    if (!cp)
+      throw unknown_run("trellis: run '" + from_id + "' has no checkpoint " + std::to_string(seq));
+    if (cp->fingerprint != fingerprint())
+      throw graph_mismatch("trellis: run '" + from_id + "' was stored by graph [" +
+                           cp->fingerprint + "], this graph is [" + fingerprint() + "]");
+    Lease lease = store.lease(new_id, "fork");
+    if (store.latest(new_id))
+      throw graph_error("trellis: run '" + new_id + "' already exists; fork into a new id");
+    Checkpoint first = *cp;
+    first.run_id = new_id;
+    first.seq = 0;
+    if (terminal(first.status)) {  // a finished run's last checkpoint forks as a fresh start
+      first.status = RunStatus::Queued;
+      first.reason = Reason::none;
+      first.detail.clear();
+      if (first.next_node.empty()) first.next_node = entry_;
+    } else if (first.status == RunStatus::Running || first.status == RunStatus::Cancelled) {
+      first.status = RunStatus::Queued;
+    }
+    first.created_at = detail::now_iso8601(SystemClock::instance());
+    store.create(first);
+  }
+
   /// The state stored in `cp` (migrated to the current schema).
   S decode_state(const Checkpoint& cp) const {
     nlohmann::json j = cp.state;
@@ -244,9 +279,12 @@ class Graph {
           cp_(std::move(cp)),
           state_(std::move(state)),
           life_(ctx_, cp_.status, lifecycle()) {
-      if (options_.on_status)
-        status_sub_ = life_.on_transition(
-            [this](RunStatus from, RunStatus to) { options_.on_status(from, to); });
+      if (options_.monitor != nullptr) options_.monitor->set(cp_.status);
+      if (options_.on_status || options_.monitor != nullptr)
+        status_sub_ = life_.on_transition([this](RunStatus from, RunStatus to) {
+          if (options_.monitor != nullptr) options_.monitor->set(to);
+          if (options_.on_status) options_.on_status(from, to);
+        });
       if (!options_.random) {
         engine_.seed(std::random_device{}());
         options_.random = [this] { return std::uniform_real_distribution<double>(0, 1)(engine_); };
