@@ -310,9 +310,10 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
     while (!dirty && l != nullptr) {
       Node* d = l->dep;
       const std::uint32_t df = d->flags;
-      if ((df & kDisposed) != 0) {  // its input is gone: n must re-evaluate (and fail)
-        n->flags |= kDirty;
-        dirty = true;
+      if ((df & kDisposed) != 0) {
+        // Disposed during this walk (its detaching waits for the walk's end, which marks n
+        // dirty without running anything): it changes nothing now.
+        l = l->next_dep;
       } else if ((df & (kDirty | kFailed)) != 0) {
         if (evaluate(d)) shallow_propagate(d);
         dirty = (n->flags & kDirty) != 0;
@@ -330,7 +331,8 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
     Link* up = stack_.pop();
     Node* parent = up->sub;
     Link* next = up->next_dep;
-    if (dirty && evaluate(n)) shallow_propagate(n);  // marks parent dirty if n changed
+    if (dirty && (n->flags & kDisposed) == 0 && evaluate(n))
+      shallow_propagate(n);  // marks parent dirty if n changed
     n = parent;
     l = next;
   }
@@ -341,6 +343,7 @@ void Graph::refresh_slow(Node* n) {
   if ((f & kDisposed) != 0) throw_disposed(n);
   if ((f & kEvaluating) != 0) throw_cycle(n);
   if ((f & (kDirty | kFailed)) != 0 || check_dirty(n)) {
+    if ((n->flags & kDisposed) != 0) throw_disposed(n);  // disposed by the check itself
     if (evaluate(n)) shallow_propagate(n);
     if ((n->flags & kDisposed) != 0) throw_disposed(n);
   }
@@ -400,7 +403,7 @@ void Graph::flush_queue() {
     }
     n->flags &= ~kQueued;
     try {
-      if (!needs_run(n)) continue;
+      if (!needs_run(n) || (n->flags & kDisposed) != 0) continue;
       if ((n->flags & kEffect) != 0) {
         if (++runs > effect_budget) {
           count_run(n, flush_epoch_);
@@ -460,7 +463,7 @@ void Graph::run_scheduled(Node* n) {
   // The run's own writes flush once, after it (like a batch, but not a user batch).
   ++batch_depth;
   try {
-    if (needs_run(n)) {
+    if (needs_run(n) && (n->flags & kDisposed) == 0) {
       if (++async_runs_ > effect_budget) {
         count_run(n, async_epoch_);
         throw_budget(async_runs_, n);
@@ -490,7 +493,9 @@ void Graph::dispose(Node* n) {
 }
 
 void Graph::finish_or_defer(Node* n) {
+  if ((n->flags & kDeferred) != 0) return;  // already waiting for the walks to end
   if (walks_ > 0) {  // a walk may hold this node's links: detach them once it has ended
+    n->flags |= kDeferred;
     deferred_.push_back(n);
     return;
   }

@@ -799,3 +799,67 @@ TEST_CASE_TEMPLATE("machine: transitions() collapses a batch like on_transition"
   rig.settle();
   CHECK(trace(seen) == "Red->Yellow");
 }
+
+// --- sends made by effects and failing flushes ------------------------------------------------
+
+TEST_CASE_TEMPLATE(
+    "machine: observers hear a transition an effect sends after the transition that caused it", K,
+    TRELLIS_MACHINE_KINDS) {
+  // An automatic transition: an effect on the state moves Green on to Yellow by itself. The
+  // effect's send is committed after Red -> Green, and observers hear the two in that order.
+  LightRig<K> rig;
+  Log<Move> seen;
+  const auto observer = rig.record(seen);
+  Log<Move> from_signal;
+  const boost::signals2::scoped_connection connection =
+      rig.m.transitions().connect([&](const Light& from, const Light& to) {
+        from_signal.push({from, to});
+      });
+  const trellis::CellView<Light> cell = rig.m.state_cell();
+  auto automatic = rig.ctx.effect([&rig, cell] {
+    if (cell.get() == Light::Green) (void)rig.m.send(Tick::Advance);
+  });
+  rig.settle();
+  REQUIRE(seen.size() == 0);
+
+  CHECK(rig.m.send(Tick::Advance) == SendResult::Transitioned);  // Red -> Green -> Yellow
+  rig.settle();
+  CHECK(rig.m.state() == Light::Yellow);
+  CHECK(trace(seen) == "Red->Green, Green->Yellow");
+  CHECK(trace(from_signal) == "Red->Green, Green->Yellow");
+
+  (void)rig.m.send(Tick::Advance);  // Yellow -> Red
+  (void)rig.m.send(Tick::Advance);  // Red -> Green -> Yellow
+  rig.settle();
+  CHECK(rig.m.state() == Light::Yellow);
+  CHECK(trace(seen) == "Red->Green, Green->Yellow, Yellow->Red, Red->Green, Green->Yellow");
+  CHECK(trace(from_signal) == trace(seen));
+}
+
+TEST_CASE("machine: async: observers hear a transition whose flush threw") {
+  // A signal over the state throws on Green: send() reports that error, but the transition is
+  // committed, so observers are told of it at the next drain, not only after a later send.
+  trellis::AsyncContext ctx;
+  trellis::AsyncStateMachine<Light, Tick> m{ctx, Light::Red, step};
+  Log<Move> seen;
+  const auto observer = m.on_transition([&](const Light& from, const Light& to) {
+    seen.push({from, to});
+  });
+  const trellis::CellView<Light> cell = m.state_cell();
+  auto failing = ctx.signal([cell] {
+    if (cell.get() == Light::Green) throw test_failure("signal failed on Green");
+    return cell.get();
+  });
+  ctx.drain();  // the dispatcher's first run is over
+
+  CHECK_THROWS_WITH_AS((void)m.send(Tick::Advance), "signal failed on Green", test_failure);
+  CHECK(m.state() == Light::Green);
+  ctx.drain();
+  CHECK(trace(seen) == "Red->Green");
+
+  CHECK(m.send(Tick::Advance) == SendResult::Transitioned);  // Green -> Yellow
+  ctx.drain();
+  CHECK(m.state() == Light::Yellow);
+  CHECK(failing.get() == Light::Yellow);
+  CHECK(trace(seen) == "Red->Green, Green->Yellow");
+}

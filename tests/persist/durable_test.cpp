@@ -471,6 +471,218 @@ TEST_CASE("durable: group: a failed write refuses the pending sends and later se
   CHECK(trellis::load_sidecar(file, "doc")->state == json(6));
 }
 
+namespace {
+
+/// Polls `ready` every millisecond until it holds; false if `limit` passes first (the caller
+/// then fails a check instead of waiting forever).
+template <class Ready>
+bool wait_until(Ready ready, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+/// 1 for Transitioned, 0 for a persist_error, 2 for anything else: one atomic per sender.
+int send_outcome(Counter& m, int e) {
+  try {
+    return m.send(e) == SendResult::Transitioned ? 1 : 2;
+  } catch (const trellis::persist_error&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "durable: group: an observer's send is published after the transitions queued before it") {
+  // Three senders: the first one's observer holds the publish of 0 -> 1 until the two others
+  // are accepted behind it (epochs 2 and 3, written together); the observer of 1 -> 2 sends
+  // 100, which must be published after 2 -> 3, so the state and the epoch never go back.
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::ThreadSafeContext ctx;
+  std::atomic<int> steps{0};
+  const auto counting = [&steps](const int& s, const int& e) {
+    ++steps;
+    return step(s, e);
+  };
+  Counter m(ctx, file, 0, counting, {.durability = Durability::group});
+  trellis_test::Log<std::pair<int, int>> seen;
+  std::atomic<bool> others_accepted{true};
+  std::atomic<int> observer_send{-1};
+  auto sub = m.on_transition([&](const int& from, const int& to) {
+    seen.push({from, to});
+    if (to == 1) {
+      others_accepted = wait_until([&] { return steps.load() >= 3; });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // past their accept()
+    }
+    if (to == 2) observer_send = send_outcome(m, 100);  // from inside the publish of 1 -> 2
+  });
+  std::atomic<int> first{-1};
+  std::atomic<int> second{-1};
+  std::atomic<int> third{-1};
+  run_bounded(
+      [&] {
+        std::thread t1([&] { first = send_outcome(m, 1); });
+        const bool started = wait_until([&] { return steps.load() >= 1; });
+        std::thread t2([&] { second = send_outcome(m, 1); });
+        std::thread t3([&] { third = send_outcome(m, 1); });
+        t1.join();
+        t2.join();
+        t3.join();
+        CHECK(started);
+      },
+      std::chrono::seconds(60), "group senders and an observer that sends");
+  CHECK(others_accepted.load());
+  CHECK(first.load() == 1);
+  CHECK(second.load() == 1);
+  CHECK(third.load() == 1);
+  CHECK(observer_send.load() == 1);
+  std::string moves;
+  for (const auto& [from, to] : seen.items()) {
+    moves += (moves.empty() ? "" : ", ") + std::to_string(from) + "->" + std::to_string(to);
+  }
+  CHECK(moves == "0->1, 1->2, 2->3, 3->103");
+  CHECK(m.state() == 103);
+  CHECK(m.epoch() == 4);
+  CHECK(m.durable_through().get() == 4);  // never behind what an observer's send published
+  auto record = trellis::load_sidecar(file, "doc");
+  REQUIRE(record.has_value());
+  CHECK(record->state == json(103));
+  CHECK(record->epoch == 4);
+
+  CHECK(m.send(1) == SendResult::Transitioned);
+  CHECK(m.state() == 104);
+  CHECK(m.epoch() == 5);
+  record = trellis::load_sidecar(file, "doc");
+  REQUIRE(record.has_value());
+  CHECK(record->state == json(104));
+  CHECK(record->epoch == 5);
+}
+
+TEST_CASE("durable: group: a persisted listener may read the machine while a batch sends") {
+  // The first sender's `persisted` listener reads the machine (which takes the graph's lock)
+  // while a batch on another thread, holding that lock, sends and writes: events are emitted
+  // with no lock of the machine held, so neither waits for the other. A deadlock ends the run
+  // after 20 s with a message (run_bounded).
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::ThreadSafeContext ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::group});
+  std::atomic<bool> in_listener{false};
+  std::atomic<bool> batch_sending{false};
+  std::atomic<bool> listener_saw_batch{true};
+  std::atomic<std::uint64_t> listener_epoch{0};
+  std::atomic<int> listener_state{-1};
+  boost::signals2::scoped_connection c = m.events().connect([&](const PersistEvent& e) {
+    if (e.kind != PersistEvent::Kind::persisted || e.epoch != 1) return;
+    in_listener = true;
+    listener_saw_batch = wait_until([&] { return batch_sending.load(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the batch's send is writing
+    listener_epoch = m.epoch();
+    listener_state = m.state();
+  });
+  std::atomic<int> plain{-1};
+  std::atomic<int> batched{-1};
+  run_bounded(
+      [&] {
+        std::thread writer([&] { plain = send_outcome(m, 1); });
+        const bool listening = wait_until([&] { return in_listener.load(); });
+        std::thread batcher([&] {
+          ctx.batch([&] {
+            batch_sending = true;
+            batched = send_outcome(m, 1);
+          });
+        });
+        writer.join();
+        batcher.join();
+        CHECK(listening);
+      },
+      std::chrono::seconds(20), "a persisted listener reading the machine while a batch sends");
+  CHECK(listener_saw_batch.load());
+  CHECK(plain.load() == 1);
+  CHECK(batched.load() == 1);
+  CHECK(listener_epoch.load() == 2);  // it waited for the batch, which published both
+  CHECK(listener_state.load() == 2);
+  CHECK(m.state() == 2);
+  CHECK(m.epoch() == 2);
+  const auto record = trellis::load_sidecar(file, "doc");
+  REQUIRE(record.has_value());
+  CHECK(record->state == json(2));
+  CHECK(record->epoch == 2);
+}
+
+TEST_CASE("durable: group: a transition refused by a failed write never reaches the disk") {
+  // A send inside a batch (which writes alone) fails its write; its persist_failed listener
+  // holds on while an ordinary sender is accepted. The failure refused everything not on
+  // disk, so that sender starts from the state on disk, and no snapshot taken before the
+  // failure is written afterwards: the disk and the machine agree, and every later
+  // acknowledged send is on disk.
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  std::optional<trellis::ThreadSafeContext> ctx;
+  ctx.emplace();
+  std::atomic<int> steps{0};
+  const auto counting = [&steps](const int& s, const int& e) {
+    ++steps;
+    return step(s, e);
+  };
+  std::optional<Counter> m;
+  m.emplace(*ctx, file, 0, counting, DurableOptions{.durability = Durability::group});
+  std::atomic<bool> in_listener{false};
+  std::atomic<bool> other_accepted{true};
+  boost::signals2::scoped_connection c = m->events().connect([&](const PersistEvent& e) {
+    if (e.kind != PersistEvent::Kind::persist_failed) return;
+    trellis::disarm_failpoint("sidecar.after_temp_write");  // only the first write fails
+    in_listener = true;
+    other_accepted = wait_until([&] { return steps.load() >= 2; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it has taken its snapshot
+  });
+  std::atomic<int> batched{-1};
+  std::atomic<int> other{-1};
+  {
+    trellis::ScopedFailpoint armed("sidecar.after_temp_write", trellis::FailpointAction::error);
+    run_bounded(
+        [&] {
+          std::thread batcher([&] { ctx->batch([&] { batched = send_outcome(*m, 1); }); });
+          const bool failed = wait_until([&] { return in_listener.load(); });
+          std::thread sender([&] { other = send_outcome(*m, 1); });
+          batcher.join();
+          sender.join();
+          CHECK(failed);
+        },
+        std::chrono::seconds(20), "a failed group write and a concurrent sender");
+  }
+  CHECK(other_accepted.load());
+  CHECK(batched.load() == 0);  // its write failed: refused
+  CHECK(other.load() == 1);    // accepted after the failure, from the state on disk
+  CHECK(m->state() == 1);
+  CHECK(m->epoch() == 1);
+  auto record = trellis::load_sidecar(file, "doc");
+  REQUIRE(record.has_value());
+  CHECK(record->state == json(1));
+  CHECK(record->epoch == 1);
+
+  CHECK(m->send(10) == SendResult::Transitioned);
+  CHECK(m->state() == 11);
+  CHECK(m->epoch() == 2);
+  CHECK(m->durable_through().get() == 2);
+  record = trellis::load_sidecar(file, "doc");
+  REQUIRE(record.has_value());
+  CHECK(record->state == json(11));
+  CHECK(record->epoch == 2);
+
+  c.disconnect();
+  m.reset();
+  ctx.emplace();
+  Counter again(*ctx, file, 0, step, {.durability = Durability::group});
+  CHECK(again.state() == 11);
+  CHECK(again.epoch() == 2);
+}
+
 // ------------------------------------------------------------------------------ async
 
 TEST_CASE("durable: async: durable_through lags behind the epoch until flush") {
@@ -528,6 +740,47 @@ TEST_CASE("durable: async: a write failure surfaces at flush and as persist_fail
   m.flush();
   CHECK(m.durable_through().get() == 2);
   CHECK(trellis::load_sidecar(file, "doc")->state == json(2));
+}
+
+TEST_CASE("durable: async: flush while a batch on another thread sends") {
+  // flush() passes its wait while nothing is pending, then waits for the graph's lock, held
+  // by a batch that sends; meanwhile the writer thread writes that send. What flush reports
+  // was read under the writer's lock (the ThreadSanitizer job checks that), and a flush
+  // after the batch covers the send.
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  trellis::ThreadSafeContext ctx;
+  Counter m(ctx, file, 0, step, {.durability = Durability::async});
+  std::atomic<bool> written{false};
+  boost::signals2::scoped_connection c = m.events().connect([&](const PersistEvent& e) {
+    if (e.kind == PersistEvent::Kind::persisted && e.epoch == 1) written = true;
+  });
+  std::atomic<bool> batch_open{false};
+  std::atomic<bool> saw_write{true};
+  run_bounded(
+      [&] {
+        std::thread sender([&] {
+          ctx.batch([&] {
+            batch_open = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // flush is waiting
+            CHECK(m.send(1) == SendResult::Transitioned);
+            saw_write = wait_until([&] { return written.load(); });
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // writer is done
+          });
+        });
+        const bool opened = wait_until([&] { return batch_open.load(); });
+        m.flush();  // nothing pending yet: returns once the batch lets go of the graph
+        sender.join();
+        CHECK(opened);
+      },
+      std::chrono::seconds(20), "async flush racing a send in a batch");
+  CHECK(saw_write.load());
+  CHECK(m.durable_through().get() <= 1);
+  m.flush();
+  CHECK(m.state() == 1);
+  CHECK(m.epoch() == 1);
+  CHECK(m.durable_through().get() == 1);
+  CHECK(disk_epoch(file) == 1);
 }
 
 // ------------------------------------------------------------------------------ journal

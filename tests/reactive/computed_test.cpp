@@ -333,3 +333,47 @@ TEST_CASE_TEMPLATE("computed: a throwing evaluation is not cached", Ctx, TRELLIS
   CHECK(c.get() == 9);
   CHECK(evaluations.value() == 4);
 }
+
+TEST_CASE_TEMPLATE("computed: an effect behind it still sees later writes after a budget abort",
+                   Ctx, TRELLIS_ALL_CONTEXTS) {
+  // A feedback loop overruns the budget while the computed is dirty and the effect that
+  // reads it is waiting behind it: once the loop is stopped, the effect must follow the
+  // computed again. Every budget puts the abort at a different point of the flush.
+  for (int budget = 3; budget <= 8; ++budget) {
+    INFO("budget " << budget);
+    Ctx ctx;
+    ctx.set_effect_budget(static_cast<std::size_t>(budget));
+    auto x = ctx.cell(0);
+    auto a = ctx.cell(0);
+    auto stop = ctx.cell(true);
+    auto doubled = ctx.computed([&] { return a.get() * 2; });
+    std::atomic<int> seen{-1};
+    auto reader = ctx.effect([&] { seen = doubled.get(); });
+    auto loop = ctx.effect([&] {
+      const int v = x.get();
+      if (stop.get()) {
+        return;
+      }
+      trellis::untracked([&] {
+        x.set(v + 1);
+        a.set(v + 1);
+      });
+    });
+    settle(ctx);
+    REQUIRE(seen.load() == 0);
+
+    CHECK_THROWS_AS((stop.set(false), settle(ctx)), trellis::budget_error);
+    try {
+      stop.set(true);
+      settle(ctx);
+    } catch (const trellis::budget_error&) {  // the rest of the loop may overrun once more
+    }
+    a.set(1000);
+    settle(ctx);
+    CHECK(seen.load() == 2000);
+    CHECK(doubled.get() == 2000);
+    a.set(7);
+    settle(ctx);
+    CHECK(seen.load() == 14);
+  }
+}

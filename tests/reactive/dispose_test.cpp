@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "test_support.hpp"
 
+#include <optional>
+
 using trellis_test::Counter;
 using trellis_test::settle;
 
@@ -142,4 +144,63 @@ TEST_CASE_TEMPLATE("dispose: node_count counts live nodes", Ctx, TRELLIS_ALL_CON
     CHECK(ctx.node_count() == before + 1);
   }  // dropping a handle disposes nothing: the context owns the node
   CHECK(ctx.node_count() == before + 1);
+}
+
+TEST_CASE_TEMPLATE("dispose: a computed may dispose its reader while the reader is being checked",
+                   Ctx, TRELLIS_ALL_CONTEXTS) {
+  // The effect's check walks effect -> reader -> inner and evaluates inner, which disposes
+  // reader: the walk still holds reader's links, so they must outlive the walk.
+  Ctx ctx;
+  auto a = ctx.cell(0);
+  std::optional<trellis::Computed<int>> reader;
+  auto inner = ctx.computed([&] {
+    const int v = a.get();
+    if (v == 1 && reader) {
+      reader->dispose();
+    }
+    return v;
+  });
+  auto other = ctx.cell(5);
+  reader.emplace(ctx.computed([&] { return inner.get() + other.get(); }));
+  Counter runs;
+  std::atomic<int> seen{-1};
+  auto e = ctx.effect([&] {
+    runs.bump();
+    try {
+      seen = reader->get();
+    } catch (const trellis::disposed_error&) {
+      seen = -2;
+    }
+  });
+  settle(ctx);
+  REQUIRE(runs.value() == 1);
+  REQUIRE(seen.load() == 5);
+  // Freed links whose nodes are gone, for a walk through freed memory to land on.
+  for (int i = 0; i < 3; ++i) {
+    auto tmp = ctx.cell(i);
+    auto mid = ctx.computed([tmp] { return tmp.get(); });
+    auto leaf = ctx.effect([mid] { (void)mid.get(); });
+    settle(ctx);
+    leaf.dispose();
+    mid.dispose();
+    tmp.dispose();
+  }
+  settle(ctx);
+  const auto before = ctx.node_count();
+
+  a.set(1);
+  settle(ctx);
+  CHECK(reader->disposed());
+  CHECK_THROWS_AS((void)reader->get(), trellis::disposed_error);
+  CHECK(ctx.node_count() == before - 1);
+  CHECK(runs.value() == 1);  // a disposed input runs no surviving effect
+  CHECK(seen.load() == 5);
+  CHECK(e.active());
+
+  a.set(2);
+  other.set(6);
+  settle(ctx);
+  CHECK(runs.value() == 1);
+  CHECK(inner.get() == 2);
+  CHECK(ctx.node_count() == before - 1);
 }

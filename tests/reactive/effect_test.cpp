@@ -339,3 +339,45 @@ TEST_CASE_TEMPLATE("effect: a feedback loop stops at the budget with budget_erro
   settle(ctx);
   CHECK(n.get() == -1);
 }
+
+TEST_CASE_TEMPLATE("effect: an effect reading a computed that threw re-runs on every later write",
+                   Ctx, TRELLIS_ALL_CONTEXTS) {
+  // The failed evaluation must not leave a mark that stops propagation: the effect below it
+  // would never be queued again.
+  Ctx ctx;
+  auto a = ctx.cell(0);
+  auto c = ctx.computed([&] {
+    const int v = a.get();
+    if (v == 1) {
+      throw test_failure("compute failed");
+    }
+    return v;
+  });
+  Counter runs;
+  std::atomic<int> seen{-1};
+  auto e = ctx.effect([&] {
+    seen = c.get();
+    runs.bump();
+  });
+  settle(ctx);
+  REQUIRE(runs.value() == 1);
+  REQUIRE(seen.load() == 0);
+
+  CHECK_THROWS_WITH_AS((a.set(1), settle(ctx)), "compute failed", test_failure);
+  CHECK(runs.value() == 1);  // the failed run did not finish
+  CHECK(e.active());
+
+  a.set(2);
+  settle(ctx);
+  CHECK(runs.value() == 2);
+  CHECK(seen.load() == 2);
+  a.set(3);
+  settle(ctx);
+  CHECK(runs.value() == 3);
+  CHECK(seen.load() == 3);
+  CHECK(c.get() == 3);
+  a.set(4);
+  settle(ctx);
+  CHECK(runs.value() == 4);
+  CHECK(seen.load() == 4);
+}

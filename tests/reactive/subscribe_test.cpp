@@ -3,6 +3,7 @@
 
 #include <trellis/reactive/subscribe.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,4 +91,48 @@ TEST_CASE_TEMPLATE("subscribe: a callback may write the same context", Ctx, TREL
   a.set(2);
   settle(ctx);
   CHECK(mirror.get() == 200);
+}
+
+TEST_CASE_TEMPLATE("subscribe: a callback may dispose the node it observes", Ctx,
+                   TRELLIS_ALL_CONTEXTS) {
+  // Disposing the node disconnects every slot, including the one being called, without
+  // pulling the signal from under that call.
+  Ctx ctx;
+  auto a = ctx.cell(0);
+  Log<std::string> calls;
+  std::optional<boost::signals2::scoped_connection> second;
+  std::optional<boost::signals2::scoped_connection> third;
+  std::optional<boost::signals2::scoped_connection> fourth;
+  const boost::signals2::scoped_connection first = trellis::subscribe(a, [&](const int& v) {
+    calls.push("first " + std::to_string(v));
+    if (v == 1) {
+      second->disconnect();
+      third->disconnect();
+      fourth->disconnect();
+      a.dispose();
+    }
+  });
+  second.emplace(
+      trellis::subscribe(a, [&](const int& v) { calls.push("second " + std::to_string(v)); }));
+  third.emplace(
+      trellis::subscribe(a, [&](const int& v) { calls.push("third " + std::to_string(v)); }));
+  fourth.emplace(
+      trellis::subscribe(a, [&](const int& v) { calls.push("fourth " + std::to_string(v)); }));
+  settle(ctx);
+
+  a.set(1);
+  settle(ctx);
+  CHECK(calls.items() == std::vector<std::string>{"first 1"});
+  CHECK(a.disposed());
+  CHECK_FALSE(first.connected());
+  CHECK_FALSE(second->connected());
+
+  // The context stays usable, subscriptions included.
+  auto b = ctx.cell(0);
+  Log<int> seen;
+  const boost::signals2::scoped_connection on_b =
+      trellis::subscribe(b, [&](const int& v) { seen.push(v); });
+  b.set(2);
+  settle(ctx);
+  CHECK(seen.items() == std::vector<int>{2});
 }

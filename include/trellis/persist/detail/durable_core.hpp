@@ -19,6 +19,7 @@
 
 #include <boost/signals2/signal.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -121,15 +122,21 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   void flush() override {
     if (options_.durability != Durability::async) return;
     std::exception_ptr err;
-    std::uint64_t written;
     {
       std::unique_lock al(am_);
       done_cv_.wait(al, [this] { return !latest_ && !writing_; });
       err = std::exchange(async_error_, nullptr);
-      written = written_epoch_;
     }
     {
       GraphLock lock(this->g_);
+      // Read under am_ once the graph's lock is ours (the order send_async takes them in):
+      // a send made while we waited for that lock may have set a later epoch already, and
+      // durable_through must never go back.
+      std::uint64_t written;
+      {
+        std::lock_guard al(am_);
+        written = written_epoch_;
+      }
       durable_.set(written);
     }
     if (err) std::rethrow_exception(err);
@@ -203,7 +210,9 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     } catch (...) {
       err = std::current_exception();
     }
-    durable_.set(epoch);
+    // An observer's send, committed from inside commit(), may have published (and set
+    // durable_through to) a later epoch already: epoch_ is the newest, and it is on disk.
+    durable_.set(std::max(epoch, epoch_));
     if (err) std::rethrow_exception(err);
   }
 

@@ -47,8 +47,9 @@ enum : std::uint32_t {
   // After a failure (an exception, an aborted flush) a node cannot keep Dirty or Pending:
   // propagation stops at those marks, so the watchers below would never be queued again.
   // These marks say the same to readers but look clean to propagation.
-  kFailed = 1u << 9,    // its last run threw: re-evaluate before use (as Dirty)
-  kRecheck = 1u << 10,  // a check through it was cut short: check before use (as Pending)
+  kFailed = 1u << 9,     // its last run threw: re-evaluate before use (as Dirty)
+  kRecheck = 1u << 10,   // a check through it was cut short: check before use (as Pending)
+  kDeferred = 1u << 11,  // disposed during a walk: detached once the walks have ended
 };
 
 /// An edge dep -> sub, threaded on two intrusive lists: dep's subscribers and sub's dependencies.
