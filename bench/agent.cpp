@@ -75,8 +75,8 @@ namespace ag = trellis::agent;
 
 constexpr long kLoopSteps = 1000;
 constexpr std::size_t kPayloadBytes = 4096;
-constexpr std::int64_t kLoopIoIterations = 1;   // runs of 1,000 fsync'd steps
-constexpr std::int64_t kRunIoIterations = 40;   // three-node runs, HITL round trips
+constexpr std::int64_t kLoopIoIterations = 1;  // runs of 1,000 fsync'd steps
+constexpr std::int64_t kRunIoIterations = 40;  // three-node runs, HITL round trips
 constexpr std::int64_t kBaselineIterations = 300;
 constexpr std::int64_t kMemoryResetEvery = 256;  // MemoryStore runs kept before a fresh store
 
@@ -132,9 +132,10 @@ struct ApproveGate final : ag::Node<Doc> {
   std::string_view name() const override { return "approve"; }
   ag::NextStep run(Doc& s, ag::RunContext& ctx) override {
     if (!ctx.resume()) {
-      return ag::Interrupt{"approve draft?",
-                           ag::ApprovalRequest{"publish the draft", nlohmann::json{{"text", s.text}},
-                                               "the draft goes out as is", std::nullopt}};
+      return ag::Interrupt{
+          "approve draft?",
+          ag::ApprovalRequest{"publish the draft", nlohmann::json{{"text", s.text}},
+                              "the draft goes out as is", std::nullopt}};
     }
     s.approved = ctx.approved();
     s.notes.push_back(std::string("approval: ") + (s.approved ? "yes" : "no"));
@@ -222,14 +223,14 @@ std::string fresh_run_id() {
 
 /// Counter: the benchmark's time (CPU or real, as the case is timed) per `per_iteration` units.
 benchmark::Counter time_per(double per_iteration) {
-  return benchmark::Counter(per_iteration,
-                            benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  return benchmark::Counter(
+      per_iteration, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 /// MemoryStore keeps every checkpoint of every run: a fresh store now and then (untimed) keeps
 /// memory bounded over Google Benchmark's automatic iteration counts.
-void maybe_reset(benchmark::State& st, Kind k, std::unique_ptr<ag::Store>& store, std::int64_t& runs,
-                 std::int64_t every) {
+void maybe_reset(benchmark::State& st, Kind k, std::unique_ptr<ag::Store>& store,
+                 std::int64_t& runs, std::int64_t every) {
   if (k != Kind::memory || ++runs % every != 0) return;
   st.PauseTiming();
   store = make_store(k);
@@ -304,9 +305,7 @@ class SqliteProbe {
 
 // ---------------------------------------------------------------- graphs
 
-void build_loop(ag::Graph<LoopState>& g) {
-  g.add<Tick>().entry("tick").max_steps(kLoopSteps);
-}
+void build_loop(ag::Graph<LoopState>& g) { g.add<Tick>().entry("tick").max_steps(kLoopSteps); }
 void build_three(ag::Graph<Doc>& g) {
   g.add<Draft>("review").add<Review>().add<Revise>().entry("draft").max_steps(10);
 }
@@ -502,7 +501,8 @@ void sqlite_upsert_commit(benchmark::State& st) {
   // Check: the row holds the last seq, and synchronous really is FULL (2).
   std::int64_t stored = -1, sync = -1;
   sqlite3_stmt* q = nullptr;
-  if (db != nullptr && sqlite3_prepare_v2(db, "SELECT seq FROM runs", -1, &q, nullptr) == SQLITE_OK &&
+  if (db != nullptr &&
+      sqlite3_prepare_v2(db, "SELECT seq FROM runs", -1, &q, nullptr) == SQLITE_OK &&
       sqlite3_step(q) == SQLITE_ROW)
     stored = sqlite3_column_int64(q, 0);
   sqlite3_finalize(q);
@@ -610,10 +610,10 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond);
     auto* loop = RegisterBenchmark(("agent/loop/" + store).c_str(),
                                    [k](benchmark::State& st) { loop_case(st, k, 0); });
-    auto* three =
-        RegisterBenchmark(("agent/three/" + store).c_str(), [k](benchmark::State& st) { three_case(st, k); });
-    auto* hitl =
-        RegisterBenchmark(("agent/hitl/" + store).c_str(), [k](benchmark::State& st) { hitl_case(st, k); });
+    auto* three = RegisterBenchmark(("agent/three/" + store).c_str(),
+                                    [k](benchmark::State& st) { three_case(st, k); });
+    auto* hitl = RegisterBenchmark(("agent/hitl/" + store).c_str(),
+                                   [k](benchmark::State& st) { hitl_case(st, k); });
     auto* loop4k = RegisterBenchmark(("agent/loop_4k/" + store).c_str(), [k](benchmark::State& st) {
       loop_case(st, k, kPayloadBytes);
     });
@@ -642,10 +642,13 @@ void print_targets() {
     std::printf("  %-44s %10.2f%s (target <= %g%s)  %s%s\n", label, *value, unit, limit, unit,
                 *value <= limit ? "met" : "MISSED", extra.c_str());
   };
-  line("MemoryStore loop, us per step", [&]() -> std::optional<double> {
-    auto v = median("agent/loop/MemoryStore", "time_per_step");
-    return v ? std::optional(*v * 1e6) : std::nullopt;
-  }(), 5, "", "");
+  line(
+      "MemoryStore loop, us per step",
+      [&]() -> std::optional<double> {
+        auto v = median("agent/loop/MemoryStore", "time_per_step");
+        return v ? std::optional(*v * 1e6) : std::nullopt;
+      }(),
+      5, "", "");
   char extra[128];
   for (auto [label, store, base] :
        {std::tuple{"SqliteStore loop / sqlite_upsert_commit", "agent/loop/SqliteStore",
