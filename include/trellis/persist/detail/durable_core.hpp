@@ -20,6 +20,7 @@
 #include <boost/signals2/signal.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -249,6 +250,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     if (!next) return SendResult::Rejected;
     if (same_value(*next, tentative_)) return SendResult::Unchanged;
     accept(std::move(*next), &ticket);
+    if (writer_holding_) writer_cv_.notify_one();
     std::exception_ptr observer_error;
     for (;;) {
       if (ticket.done) break;
@@ -257,16 +259,30 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
         gcv_.wait(gl);
         continue;
       }
-      // No writer at work: this sender writes for everybody queued so far.
+      // No writer at work: this sender writes for everybody queued so far. The senders the
+      // last write released are typically sending again right now: wait a little (a quarter
+      // of a write at most) until as many are queued as last time, so that one write carries
+      // them all instead of alternating between a lone transition and the rest.
       group_writing_ = true;
+      if (accepted_.size() < last_group_ && last_write_ > std::chrono::nanoseconds(0)) {
+        writer_holding_ = true;
+        writer_cv_.wait_for(gl, last_write_ / 4,
+                            [this] { return accepted_.size() >= last_group_; });
+        writer_holding_ = false;
+      }
       const Snapshot snap{tentative_, tentative_epoch_, generation_};
+      last_group_ = accepted_.size();
       gl.unlock();
+      const auto started = std::chrono::steady_clock::now();
       persist_snapshot(snap);  // a failure refuses the tickets (fail_pending), never throws
+      const auto took = std::chrono::steady_clock::now() - started;
       {
         GraphLock lock(this->g_);
         publish(observer_error);
       }
       gl.lock();
+      last_write_ =
+          std::min<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds(4));
       group_writing_ = false;
       gcv_.notify_all();
     }
@@ -338,6 +354,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   /// order (an observer's own send, published from inside, continues the same queue), and
   /// marks their tickets done. Called with the graph's lock held and gm_ not held.
   void publish(std::exception_ptr& observer_error) {
+    struct Wake {
+      std::condition_variable& cv;
+      ~Wake() { cv.notify_all(); }
+    } wake{gcv_};
     CellNode<S>* n = this->cell_.node();
     for (;;) {
       Accepted a;
@@ -353,11 +373,8 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
       } catch (...) {
         if (!observer_error) observer_error = std::current_exception();
       }
-      {
-        std::lock_guard gl(gm_);
-        a.ticket->done = true;
-      }
-      gcv_.notify_all();
+      std::lock_guard gl(gm_);
+      a.ticket->done = true;  // its sender wakes at the end of this publish (one notify)
     }
   }
 
@@ -452,6 +469,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   std::uint64_t tentative_epoch_;
   std::deque<Accepted> accepted_;
   bool group_writing_ = false;
+  bool writer_holding_ = false;  // a writer waits for more senders
+  std::condition_variable writer_cv_;
+  std::size_t last_group_ = 0;                        // transitions the last group write carried
+  std::chrono::steady_clock::duration last_write_{};  // how long it took (capped)
   std::string failure_;
   std::uint64_t generation_ = 0;  // bumped by every failed group write
   std::mutex io_;                 // serializes group writes
