@@ -41,6 +41,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "bench_support.hpp"
 
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/graph.hpp>
@@ -153,45 +154,15 @@ struct Revise final : ag::Node<Doc> {
 
 // ---------------------------------------------------------------- setup
 
-std::atomic<bool> g_failed{false};
+using trellis_bench::check;
 
-bool check(benchmark::State& st, bool ok, const std::string& what) {
-  if (!ok) {
-    st.SkipWithError(what.c_str());
-    g_failed.store(true);
-  }
-  return ok;
-}
-
-/// A fresh directory for the whole run, removed at exit.
-class ScratchDir {
+/// The run's scratch directory; fresh() names a new file in it.
+class ScratchDir : public trellis_bench::ScratchDir {
  public:
-  ScratchDir() {
-    const char* base = std::getenv("TRELLIS_BENCH_DIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                          "/trellis-bench-agent-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::fprintf(stderr, "error: mkdtemp(%s): %s\n", pattern.c_str(), std::strerror(errno));
-      std::exit(1);
-    }
-    path_ = pattern;
+  ScratchDir() : trellis_bench::ScratchDir("trellis-bench-agent") {}
+  std::filesystem::path fresh(const std::string& stem, const char* extension = "") {
+    return trellis_bench::ScratchDir::fresh(stem, extension);
   }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  /// A path no earlier case used (a case may run more than once, with repetitions).
-  fs::path fresh(const std::string& stem, const char* extension = "") {
-    return path_ / (stem + "-" + std::to_string(next_++) + extension);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  int next_ = 0;
 };
 
 ScratchDir* g_dir = nullptr;
@@ -690,5 +661,5 @@ int main(int argc, char** argv) {
   std::cout.flush();
   benchmark::Shutdown();
   print_targets();
-  return g_failed.load() ? 1 : 0;
+  return trellis_bench::failed.load() ? 1 : 0;
 }

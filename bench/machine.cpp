@@ -23,6 +23,7 @@
 
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/task_arena.h>
+#include "bench_support.hpp"
 
 #include <trellis/trellis.hpp>
 
@@ -78,15 +79,7 @@ Light after_advances(std::int64_t advances) {
 struct Inc {};
 std::optional<long> increment(const long& s, const Inc&) { return s + 1; }
 
-std::atomic<bool> g_failed{false};
-
-bool check(benchmark::State& st, bool ok, const std::string& what) {
-  if (!ok) {
-    st.SkipWithError(what.c_str());
-    g_failed.store(true);
-  }
-  return ok;
-}
+using trellis_bench::check;
 
 /// CPU time per unit when an iteration handles `per_iteration` units (seconds in JSON, an SI
 /// prefix on the console).
@@ -437,7 +430,7 @@ void contended(benchmark::State& st) {
     if (lost != 0) {
       std::fprintf(stderr, "error: a contended run (%d threads) lost %ld of %ld updates\n",
                    st.threads(), lost, expected);
-      g_failed.store(true);
+      trellis_bench::failed.store(true);
     }
     delete shared;
     shared = nullptr;
@@ -504,5 +497,5 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return g_failed.load() ? 1 : 0;
+  return trellis_bench::failed.load() ? 1 : 0;
 }
