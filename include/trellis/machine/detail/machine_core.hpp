@@ -78,6 +78,28 @@ class MachineCore {
   }
 
  protected:
+  /// The state cell, or disposed_error; call with the graph's lock held.
+  [[gnu::always_inline]] CellNode<S>* live_cell() const {
+    CellNode<S>* n = cell_.node();
+    if ((n->flags & kDisposed) != 0) [[unlikely]]
+      throw_disposed(n);
+    return n;
+  }
+
+  /// What `step` makes of `e` in state `current`: the new state, or nullopt with `result` set
+  /// (Rejected: the step refused it; Unchanged: the same state, nothing to commit).
+  template <class F>
+  static std::optional<S> decide(F& step, const S& current, const E& e, SendResult& result) {
+    std::optional<S> next = step(current, e);
+    if (!next) {
+      result = SendResult::Rejected;
+    } else if (same_value(*next, current)) {
+      result = SendResult::Unchanged;
+      next.reset();
+    }
+    return next;
+  }
+
   /// Commits `next` (a state different from the current one) and tells the graph.
   void commit(CellNode<S>* n, S&& next) {
     if (!watched_) {
@@ -243,11 +265,12 @@ class MachineCoreFor final : public MachineCore<S, E> {
   MachineCoreFor(Graph* g, Cell<S> cell, F step)
       : MachineCore<S, E>(g, std::move(cell)), step_(std::move(step)) {}
 
+  // The hot path, written out rather than through decide() and commit(): with them GCC 12
+  // passes the std::optional through memory and a send costs 12 ns instead of 7 (bench
+  // machine/StateMachine/send).
   SendResult send(const E& e) override {
     GraphLock lock(this->g_);
-    CellNode<S>* n = this->cell_.node();
-    if ((n->flags & kDisposed) != 0) [[unlikely]]
-      throw_disposed(n);
+    CellNode<S>* n = this->live_cell();
     std::optional<S> next = step_(std::as_const(n->value), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, n->value)) return SendResult::Unchanged;

@@ -221,12 +221,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
 
   SendResult send_sync(const E& e) {
     GraphLock lock(this->g_);
-    CellNode<S>* n = this->cell_.node();
-    if ((n->flags & kDisposed) != 0) [[unlikely]]
-      throw_disposed(n);
-    std::optional<S> next = step_(std::as_const(n->value), e);
-    if (!next) return SendResult::Rejected;
-    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    CellNode<S>* n = this->live_cell();
+    SendResult result = SendResult::Transitioned;
+    std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
+    if (!next) return result;
     const std::uint64_t epoch = epoch_ + 1;
     try {
       persist_one(n->value, *next, e, epoch);
@@ -246,9 +244,9 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     if (this->g_->mutex->held_by_me()) return send_group_alone(e);
     Ticket ticket;
     std::unique_lock gl(gm_);
-    std::optional<S> next = step_(std::as_const(tentative_), e);
-    if (!next) return SendResult::Rejected;
-    if (same_value(*next, tentative_)) return SendResult::Unchanged;
+    SendResult result = SendResult::Transitioned;
+    std::optional<S> next = this->decide(step_, std::as_const(tentative_), e, result);
+    if (!next) return result;
     accept(std::move(*next), &ticket);
     if (writer_holding_) writer_cv_.notify_one();
     std::exception_ptr observer_error;
@@ -297,9 +295,9 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   SendResult send_group_alone(const E& e) {
     Ticket ticket;
     std::unique_lock gl(gm_);
-    std::optional<S> next = step_(std::as_const(tentative_), e);
-    if (!next) return SendResult::Rejected;
-    if (same_value(*next, tentative_)) return SendResult::Unchanged;
+    SendResult result = SendResult::Transitioned;
+    std::optional<S> next = this->decide(step_, std::as_const(tentative_), e, result);
+    if (!next) return result;
     const std::uint64_t epoch = accept(std::move(*next), &ticket);
     const Snapshot snap{tentative_, epoch, generation_};
     gl.unlock();
@@ -395,12 +393,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
 
   SendResult send_async(const E& e) {
     GraphLock lock(this->g_);
-    CellNode<S>* n = this->cell_.node();
-    if ((n->flags & kDisposed) != 0) [[unlikely]]
-      throw_disposed(n);
-    std::optional<S> next = step_(std::as_const(n->value), e);
-    if (!next) return SendResult::Rejected;
-    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    CellNode<S>* n = this->live_cell();
+    SendResult result = SendResult::Transitioned;
+    std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
+    if (!next) return result;
     const std::uint64_t epoch = ++epoch_;
     {
       std::lock_guard al(am_);
