@@ -31,7 +31,12 @@ int main(int argc, char** argv) {
     } else if (positional++ == 0) {
       path = arg;
     } else {
-      steps = std::strtol(arg.c_str(), nullptr, 10);
+      char* end = nullptr;
+      steps = std::strtol(arg.c_str(), &end, 10);
+      if (positional > 2 || arg.empty() || *end != '\0' || steps < 0) {
+        std::fprintf(stderr, "usage: durable_counter [PATH] [STEPS >= 0] [--slow]\n");
+        return 2;
+      }
     }
   }
 
