@@ -33,41 +33,22 @@ case "${1:-}" in
   *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
-say() { printf '==> %s\n' "$*" >&2; }
-
-for tool in cmake python3 node npm; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is needed and not on PATH" >&2; exit 1; }
-done
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+need_tools cmake python3 node npm
 if [ ! -f "$peers/langgraph-js/bench.mjs" ]; then
   echo "error: no LangGraph.js peer harness at $peers/langgraph-js (set TRELLIS_PEERS)" >&2
   exit 1
 fi
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
 status=0
 
 # --- trellis ---------------------------------------------------------------------------------
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  say "configuring $build_dir (Release, benchmarks only)"
-  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_EXAMPLES=OFF >&2
-fi
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
-if [ "$build_type" != Release ]; then
-  echo "error: $build_dir is a '$build_type' build; figures need Release (set TRELLIS_BUILD_DIR)" >&2
-  exit 1
-fi
-say "building trellis_bench_agent"
-cmake --build "$build_dir" --target trellis_bench_agent >&2
+build_bench trellis_bench_agent
 
 # --- LangGraph.js, from a scratch copy (peer code never enters the project) --------------------
 # Installed (better-sqlite3 compiles natively, about a minute) before anything is timed.
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-say "copying $peers/langgraph-js to $scratch and running npm ci there"
-cp -r "$peers/langgraph-js" "$scratch/langgraph-js"
-chmod -R u+w "$scratch/langgraph-js"
-rm -rf "$scratch/langgraph-js/node_modules"
+scratch_copy "$peers/langgraph-js" langgraph-js node_modules
+say "running npm ci in the langgraph-js copy in $scratch"
 (cd "$scratch/langgraph-js" && npm ci --no-audit --no-fund >&2)
 
 mkdir -p "$out"

@@ -33,41 +33,22 @@ case "${1:-}" in
   *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
-say() { printf '==> %s\n' "$*" >&2; }
-
-for tool in cmake python3; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is needed and not on PATH" >&2; exit 1; }
-done
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+need_tools cmake python3
 if [ ! -f "$peers/sm-cpp/CMakeLists.txt" ]; then
   echo "error: no sm-cpp peer harness at $peers/sm-cpp (set TRELLIS_PEERS)" >&2
   exit 1
 fi
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
 status=0
 
 # --- trellis ---------------------------------------------------------------------------------
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  say "configuring $build_dir (Release, benchmarks only)"
-  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_EXAMPLES=OFF >&2
-fi
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
-if [ "$build_type" != Release ]; then
-  echo "error: $build_dir is a '$build_type' build; figures need Release (set TRELLIS_BUILD_DIR)" >&2
-  exit 1
-fi
-say "building trellis_bench_machine"
-cmake --build "$build_dir" --target trellis_bench_machine >&2
+build_bench trellis_bench_machine
 
 # --- sm-cpp, from a scratch copy (peer code never enters the project) --------------------------
 # Built before anything is timed, so that neither side runs while the other compiles.
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-say "copying $peers/sm-cpp to $scratch and building it there"
-cp -r "$peers/sm-cpp" "$scratch/sm-cpp"
-chmod -R u+w "$scratch/sm-cpp"
-rm -rf "$scratch/sm-cpp/build"
+scratch_copy "$peers/sm-cpp" sm-cpp build
+say "building the sm-cpp copy in $scratch"
 cmake -S "$scratch/sm-cpp" -B "$scratch/sm-cpp/build" "${generator[@]}" >&2
 cmake --build "$scratch/sm-cpp/build" >&2
 

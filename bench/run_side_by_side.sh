@@ -28,11 +28,9 @@ case "${1:-}" in
   *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
-say() { printf '==> %s\n' "$*" >&2; }
-
-for tool in cmake node npm python3; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is needed and not on PATH" >&2; exit 1; }
-done
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+need_tools cmake node npm python3
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then
   echo "error: the peer harness needs node 20 or later, found $(node --version)" >&2
@@ -44,20 +42,7 @@ if [ ! -f "$peers/reactive-js/bench.mjs" ]; then
 fi
 
 # --- trellis ---------------------------------------------------------------------------------
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  say "configuring $build_dir (Release, benchmarks only)"
-  generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
-  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_EXAMPLES=OFF >&2
-fi
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
-if [ "$build_type" != Release ]; then
-  echo "error: $build_dir is a '$build_type' build; figures need Release (set TRELLIS_BUILD_DIR)" >&2
-  exit 1
-fi
-say "building trellis_bench_yardstick"
-cmake --build "$build_dir" --target trellis_bench_yardstick >&2
+build_bench trellis_bench_yardstick
 
 mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -67,10 +52,8 @@ say "running trellis yardstick ($reps repetitions)"
   >"$out/trellis.json"
 
 # --- alien-signals, from a scratch copy (peer code never enters the project) --------------------
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-say "copying $peers/reactive-js to $scratch and installing its dependencies"
-tar -C "$peers" --exclude=node_modules -cf - reactive-js | tar -C "$scratch" -xf -
+scratch_copy "$peers/reactive-js" reactive-js node_modules
+say "installing the reactive-js copy's dependencies in $scratch"
 (cd "$scratch/reactive-js" && npm install --no-audit --no-fund --loglevel=error >&2)
 
 # bench.mjs runs each library in a child `node --expose-gc --single-threaded bench.mjs --lib X`
