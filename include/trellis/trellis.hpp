@@ -3,6 +3,7 @@
 /// Umbrella header: everything trellis offers (the SQLite store, in its own target
 /// trellis::sqlite, is included on its own: <trellis/agent/sqlite_store.hpp>).
 
+#include "trellis/agent/effect.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"

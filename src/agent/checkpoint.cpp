@@ -61,6 +61,7 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
        {"detail", c.detail},
        {"created_at", c.created_at}};
   j["interrupt"] = c.interrupt ? nlohmann::json(*c.interrupt) : nlohmann::json();
+  if (!c.effects.empty()) j["effects"] = c.effects;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -81,6 +82,8 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     const nlohmann::json& i = j.at("interrupt");
     c.interrupt.reset();
     if (!i.is_null()) from_json(i, c.interrupt.emplace());
+    c.effects.clear();  // absent in records written before effects existed, and when empty
+    if (auto e = j.find("effects"); e != j.end()) e->get_to(c.effects);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

@@ -1,11 +1,14 @@
 // FileStore: runs as files, one directory per run (the model is in file_store.hpp).
 //
 // Every run has a RunFiles entry: a mutex for the threads of this process, open descriptors,
-// and a cache of the journal's newest checkpoint keyed by the journal's inode, size and mtime,
-// so a commit does not re-read the journal unless another writer (a process, another
-// FileStore object, a retention rewrite) changed it. Writers hold commit.lock (flock) and
-// check that the descriptor they locked is still the file at the path: a retention deletion
-// may have moved the run away and a new run of the same id created fresh files.
+// a cache of the journal's newest checkpoint and one of the effect records, each keyed by its
+// file's inode, size and mtime, so a commit or put_effect does not re-read a file unless
+// another writer (a process, another FileStore object, a retention rewrite) changed it. The
+// journal and effects.jsonl are the same kind of file (checksummed lines, appended under
+// commit.lock, torn tail cut by the next writer): LineLog and read_lines serve both. Writers
+// hold commit.lock (flock) and check that the descriptor they locked is still the file at the
+// path: a retention deletion may have moved the run away and a new run of the same id created
+// fresh files.
 
 #include "trellis/agent/file_store.hpp"
 
@@ -38,6 +41,7 @@ namespace {
 
 constexpr const char* kJournal = "journal.jsonl";
 constexpr const char* kJournalTemp = "journal.jsonl.tmp";
+constexpr const char* kEffects = "effects.jsonl";
 constexpr const char* kEvents = "events.jsonl";
 constexpr const char* kLease = "lease";
 constexpr const char* kCommitLock = "commit.lock";
@@ -121,14 +125,14 @@ FileStamp stamp_of(const struct stat& st) {
           static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
-// One journal line: the record, its checksum spliced in as the last member.
+// One line of the journal or the effects file: the record, its checksum spliced in as the
+// last member.
 std::string encode_line(const nlohmann::json& record) {
   std::string body;
   try {
     body = record.dump();
   } catch (const nlohmann::json::exception& e) {
-    throw store_error(std::string("trellis: file store: a checkpoint cannot be encoded: ") +
-                      e.what());
+    throw store_error(std::string("trellis: file store: a record cannot be encoded: ") + e.what());
   }
   const std::string checksum = trellis::detail::checksum_of(body);
   body.pop_back();  // the closing brace of a non-empty object
@@ -138,8 +142,8 @@ std::string encode_line(const nlohmann::json& record) {
   return body;
 }
 
-// What read_journal found.
-struct JournalRead {
+// What read_lines found.
+struct LinesRead {
   bool exists = false;
   FileStamp stamp;  // of the bytes read (size = bytes read)
   std::uint64_t valid_size = 0;
@@ -147,12 +151,13 @@ struct JournalRead {
   std::size_t records = 0;
 };
 
-// Reads the journal at `path`, applying each intact record to `decoder` and then calling
-// `visit(decoder, seq)` (return false to stop early). A torn last line is ignored; any other
-// bad line is a store_error naming the file and the line.
-template <class Visit>
-JournalRead read_journal(const fs::path& path, detail::CheckpointDecoder& decoder, Visit&& visit) {
-  JournalRead out;
+// Reads the checksummed lines of `path` (the journal, the effects file), calling `take(record)`
+// for each intact record in order (return false to stop early). A torn last line is ignored;
+// any other bad line, or a record `take` refuses with store_error, is a store_error naming
+// the file and the line.
+template <class Take>
+LinesRead read_lines(const fs::path& path, Take&& take) {
+  LinesRead out;
   unique_fd fd(open_retrying(path, O_RDONLY));
   if (!fd) {
     if (errno == ENOENT) return out;
@@ -187,19 +192,135 @@ JournalRead read_journal(const fs::path& path, detail::CheckpointDecoder& decode
       }
       corrupt(path, number, refusal->detail);
     }
-    std::uint64_t seq = 0;
+    bool more = true;
     try {
-      seq = decoder.apply(record);
+      more = take(record);
     } catch (const store_error& e) {
       corrupt(path, number, e.what());
     }
     pos = end + 1;
     out.valid_size = pos;
     ++out.records;
-    if (!visit(decoder, seq)) break;
+    if (!more) break;
   }
   return out;
 }
+
+// Reads the journal at `path`, applying each intact record to `decoder` and then calling
+// `visit(decoder, seq)` (return false to stop early).
+template <class Visit>
+LinesRead read_journal(const fs::path& path, detail::CheckpointDecoder& decoder, Visit&& visit) {
+  return read_lines(path, [&](const nlohmann::json& record) {
+    const std::uint64_t seq = decoder.apply(record);
+    return visit(decoder, seq);
+  });
+}
+
+// A run's effect records: the newest record of each key, in the order the keys first appeared.
+struct EffectList {
+  std::vector<EffectRecord> records;
+  std::map<std::string, std::size_t, std::less<>> index;  // key -> position in records
+
+  void put(EffectRecord record) {
+    auto [at, fresh] = index.try_emplace(record.key, records.size());
+    if (fresh)
+      records.push_back(std::move(record));
+    else
+      records[at->second] = std::move(record);
+  }
+  const EffectRecord* find(std::string_view key) const {
+    auto at = index.find(key);
+    return at == index.end() ? nullptr : &records[at->second];
+  }
+};
+
+// Reads the effects file at `path` (a missing file holds no records).
+LinesRead read_effects(const fs::path& path, EffectList& out) {
+  return read_lines(path, [&](const nlohmann::json& record) {
+    out.put(record.get<EffectRecord>());
+    return true;
+  });
+}
+
+// An append-only file of checksummed lines in a run's directory (the journal, effects.jsonl):
+// this object's O_APPEND writer and the stamp of the content its cache was built from.
+struct LineLog {
+  fs::path path;
+  unique_fd fd;
+  bool cached = false;  // the owner's cache holds the file as of `stamp`
+  FileStamp stamp;
+
+  explicit LineLog(fs::path p) : path(std::move(p)) {}
+
+  // Forgets the file (it was replaced, or the run's directory moved away).
+  void reset() {
+    fd.close();
+    cached = false;
+  }
+
+  // The file's stamp now, or nullopt when it does not exist.
+  std::optional<FileStamp> current() const {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) return stamp_of(st);
+    if (errno != ENOENT) fail(path, "stat", errno);
+    return std::nullopt;
+  }
+
+  // After the owner rebuilt its cache from `read`: cuts a torn last line (the caller holds
+  // commit.lock) and trusts the cache from now on.
+  void settle(const LinesRead& read, bool sync) {
+    stamp = read.stamp;
+    if (read.torn) {
+      unique_fd cut(open_retrying(path, O_WRONLY));
+      if (!cut) fail(path, "open", errno);
+      if (::ftruncate(cut.get(), static_cast<off_t>(read.valid_size)) != 0)
+        fail(path, "cut the torn last line of", errno);
+      if (sync && ::fdatasync(cut.get()) != 0) fail(path, "fdatasync", errno);
+      struct stat st {};
+      if (::fstat(cut.get(), &st) != 0) fail(path, "stat", errno);
+      stamp = stamp_of(st);
+    }
+    cached = true;
+  }
+
+  // Appends one line with one write(2) and an fdatasync (under commit.lock, with the cache
+  // settled: `stamp.size` is the file's size, 0 when `create`, the file being missing); on
+  // failure cuts the file back. A created file's directory is fsync'd. The owner then adds
+  // the line's record to its cache, which stays trusted. (The journal.* failpoints fire for
+  // either file.)
+  void append(const std::string& line, bool sync, bool create) {
+    if (fd && !same_file(fd.get(), path)) fd.close();
+    if (!fd) {
+      fd = unique_fd(open_retrying(path, O_WRONLY | O_APPEND | (create ? O_CREAT : 0)));
+      if (!fd) fail(path, "open", errno);
+    }
+    const auto cut_back = [&] {
+      (void)!::ftruncate(fd.get(), static_cast<off_t>(stamp.size));
+      cached = false;
+    };
+    trellis::failpoint("journal.mid_append", path, [&] {
+      (void)trellis::detail::write_all(fd.get(), std::string_view(line).substr(0, line.size() / 2));
+    });
+    if (const int err = trellis::detail::write_all(fd.get(), line)) {
+      cut_back();
+      fail(path, "append to", err);
+    }
+    if (sync && ::fdatasync(fd.get()) != 0) {
+      const int err = errno;
+      cut_back();
+      fail(path, "fdatasync", err);
+    }
+    if (create && sync) {
+      if (const int err = trellis::detail::fsync_directory(path.parent_path()))
+        fail(path.parent_path(), "fsync the directory", err);
+    }
+    trellis::failpoint("journal.after_append", path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(path, "stat", errno);
+    stamp = stamp_of(st);
+    cached = true;
+  }
+};
 
 // Writes `bytes` as a new file `path` (fsync'd) and renames it over `target`, then fsyncs the
 // directory: `target` has either its old or its new content after a crash.
@@ -283,18 +404,18 @@ std::atomic<unsigned> trash_counter{0};
 struct FileStore::RunFiles {
   std::mutex m;
   fs::path dir;
-  unique_fd lock_fd;     // commit.lock
-  unique_fd journal_fd;  // O_APPEND writer
+  unique_fd lock_fd;  // commit.lock
   unique_fd events_fd;
-  // The journal as this object last saw it; trusted while the file's stamp is unchanged.
-  bool cached = false;
-  FileStamp stamp;
+  // The journal's newest checkpoint (newest_seq, the encoder) as of journal.stamp.
+  LineLog journal;
   std::uint64_t newest_seq = 0;
   detail::CheckpointEncoder encoder;
+  // effects.jsonl's records as of effect_log.stamp.
+  LineLog effect_log;
+  EffectList effects;
 
-  explicit RunFiles(fs::path d, std::size_t every) : dir(std::move(d)), encoder(every) {}
-
-  fs::path journal() const { return dir / kJournal; }
+  explicit RunFiles(fs::path d, std::size_t every)
+      : dir(std::move(d)), journal(dir / kJournal), encoder(every), effect_log(dir / kEffects) {}
 
   // Takes commit.lock, (re)opening it if the run's directory was replaced. Returns an empty
   // guard when the run's directory does not exist and `create_dir` is false.
@@ -316,44 +437,34 @@ struct FileStore::RunFiles {
       // Moved away (a deleted run): drop everything opened in the old directory and retry.
       { FlockGuard release = std::move(guard); }
       lock_fd.close();
-      journal_fd.close();
+      journal.reset();
+      effect_log.reset();
       events_fd.close();
-      cached = false;
     }
   }
 
   // Brings the cache up to date with the journal (under commit.lock when `writer`, which also
   // cuts a torn last line). False when the run has no journal or no intact record.
   bool refresh(bool writer, bool sync) {
-    struct stat st {};
-    if (::stat(journal().c_str(), &st) != 0) {
-      if (errno != ENOENT) fail(journal(), "stat", errno);
-      cached = false;
+    const std::optional<FileStamp> now = journal.current();
+    if (!now) {
+      journal.cached = false;
       return false;
     }
-    if (cached && stamp_of(st) == stamp) return true;
-    cached = false;
+    if (journal.cached && *now == journal.stamp) return true;
+    journal.cached = false;
     detail::CheckpointDecoder decoder;
-    const JournalRead read =
-        read_journal(journal(), decoder, [](auto&, std::uint64_t) { return true; });
+    const LinesRead read =
+        read_journal(journal.path, decoder, [](auto&, std::uint64_t) { return true; });
     if (!read.exists || read.records == 0) return false;
-    if (read.torn) {
-      if (!writer) return true;  // usable, but not cached: the tail will change
-      unique_fd fd(open_retrying(journal(), O_WRONLY));
-      if (!fd) fail(journal(), "open", errno);
-      if (::ftruncate(fd.get(), static_cast<off_t>(read.valid_size)) != 0)
-        fail(journal(), "cut the torn last line of", errno);
-      if (sync && ::fdatasync(fd.get()) != 0) fail(journal(), "fdatasync", errno);
-      if (::fstat(fd.get(), &st) != 0) fail(journal(), "stat", errno);
-    }
+    if (read.torn && !writer) return true;  // usable, but not cached: the tail will change
+    journal.settle(read, sync);
     encoder.continue_after(decoder.current_json(), decoder.since_full());
     newest_seq = decoder.seq();
-    stamp = read.torn ? stamp_of(st) : read.stamp;
-    cached = true;
     return true;
   }
 
-  // The newest checkpoint from the cache (refresh() returned true and cached is set).
+  // The newest checkpoint from the cache (refresh() returned true and journal.cached is set).
   Checkpoint newest() const {
     nlohmann::json j = *encoder.previous();
     j["seq"] = newest_seq;
@@ -362,35 +473,23 @@ struct FileStore::RunFiles {
     return c;
   }
 
-  // Appends one line with one write(2) and an fdatasync; on failure cuts the file back.
-  void append(const std::string& line, bool sync) {
-    if (journal_fd && !same_file(journal_fd.get(), journal())) journal_fd.close();
-    if (!journal_fd) {
-      journal_fd = unique_fd(open_retrying(journal(), O_WRONLY | O_APPEND));
-      if (!journal_fd) fail(journal(), "open", errno);
+  // Brings `effects` up to date with effects.jsonl (under commit.lock when `writer`, which also
+  // cuts a torn last line; a reader's view of a torn file is used once, not cached). False
+  // when the file does not exist (no effect was ever put).
+  bool refresh_effects(bool writer, bool sync) {
+    const std::optional<FileStamp> now = effect_log.current();
+    if (!now) {
+      effects = {};
+      effect_log.stamp = {};
+      effect_log.cached = false;
+      return false;
     }
-    const fs::path path = journal();
-    const auto cut_back = [&] {
-      (void)!::ftruncate(journal_fd.get(), static_cast<off_t>(stamp.size));
-      cached = false;
-    };
-    trellis::failpoint("journal.mid_append", path, [&] {
-      (void)trellis::detail::write_all(journal_fd.get(),
-                                       std::string_view(line).substr(0, line.size() / 2));
-    });
-    if (const int err = trellis::detail::write_all(journal_fd.get(), line)) {
-      cut_back();
-      fail(path, "append to", err);
-    }
-    if (sync && ::fdatasync(journal_fd.get()) != 0) {
-      const int err = errno;
-      cut_back();
-      fail(path, "fdatasync", err);
-    }
-    trellis::failpoint("journal.after_append", path);
-    struct stat st {};
-    if (::fstat(journal_fd.get(), &st) != 0) fail(path, "stat", errno);
-    stamp = stamp_of(st);
+    if (effect_log.cached && *now == effect_log.stamp) return true;
+    effect_log.cached = false;
+    effects = {};
+    const LinesRead read = read_effects(effect_log.path, effects);
+    if (read.exists && (writer || !read.torn)) effect_log.settle(read, sync);
+    return read.exists;
   }
 };
 
@@ -444,9 +543,8 @@ void FileStore::create(const Checkpoint& first) {
   // A new journal appears whole (temporary file + rename), so a crash leaves no half run.
   detail::CheckpointEncoder encoder(options_.snapshot_every);
   const std::string line = encode_line(encoder.encode(first));
-  replace_file(rf->dir / kJournalTemp, rf->journal(), line, options_.sync);
-  rf->cached = false;
-  rf->journal_fd.close();
+  replace_file(rf->dir / kJournalTemp, rf->journal.path, line, options_.sync);
+  rf->journal.reset();
 }
 
 void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
@@ -466,10 +564,10 @@ void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   try {
     line = encode_line(rf->encoder.encode(next));
   } catch (...) {
-    rf->cached = false;  // the encoder moved on without a line
+    rf->journal.cached = false;  // the encoder moved on without a line
     throw;
   }
-  rf->append(line, options_.sync);
+  rf->journal.append(line, options_.sync, false);
   rf->newest_seq = next.seq;
 }
 
@@ -477,10 +575,10 @@ std::optional<Checkpoint> FileStore::latest(std::string_view run_id) {
   auto rf = files(run_id);
   std::lock_guard lock(rf->m);
   if (!rf->refresh(false, options_.sync)) return std::nullopt;
-  if (rf->cached) return rf->newest();
+  if (rf->journal.cached) return rf->newest();
   // A torn tail that a reader may not cut: read it once more without caching.
   detail::CheckpointDecoder decoder;
-  read_journal(rf->journal(), decoder, [](auto&, std::uint64_t) { return true; });
+  read_journal(rf->journal.path, decoder, [](auto&, std::uint64_t) { return true; });
   if (decoder.empty()) return std::nullopt;
   return decoder.current();
 }
@@ -541,6 +639,35 @@ Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
   }));
 }
 
+void FileStore::put_effect(const EffectRecord& record) {
+  const std::string line = encode_line(nlohmann::json(record));
+  auto rf = files(record.run_id);
+  std::lock_guard lock(rf->m);
+  auto guard = rf->lock(false, options_.sync);
+  if (!guard || !rf->refresh(true, options_.sync))
+    throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
+                      record.name + "')");
+  const bool exists = rf->refresh_effects(true, options_.sync);
+  rf->effect_log.append(line, options_.sync, /*create=*/!exists);
+  rf->effects.put(record);
+}
+
+std::optional<EffectRecord> FileStore::effect(std::string_view run_id, std::string_view key) {
+  auto rf = files(run_id);
+  std::lock_guard lock(rf->m);
+  rf->refresh_effects(false, options_.sync);
+  const EffectRecord* found = rf->effects.find(key);
+  if (!found) return std::nullopt;
+  return *found;
+}
+
+std::vector<EffectRecord> FileStore::effects(std::string_view run_id) {
+  auto rf = files(run_id);
+  std::lock_guard lock(rf->m);
+  rf->refresh_effects(false, options_.sync);
+  return rf->effects.records;
+}
+
 void FileStore::append_event(std::string_view run_id, const nlohmann::json& event) {
   std::string line;
   try {
@@ -553,7 +680,7 @@ void FileStore::append_event(std::string_view run_id, const nlohmann::json& even
   auto guard = rf->lock(false, options_.sync);
   if (!guard) return;  // no such run: like MemoryStore, events of unknown runs are dropped
   struct stat st {};
-  if (::stat(rf->journal().c_str(), &st) != 0) return;
+  if (::stat(rf->journal.path.c_str(), &st) != 0) return;
   const fs::path path = rf->dir / kEvents;
   if (rf->events_fd && !same_file(rf->events_fd.get(), path)) rf->events_fd.close();
   if (!rf->events_fd) {
@@ -642,7 +769,7 @@ void FileStore::apply_retention(const Retention& retention) {
     if (!guard || !rf->refresh(true, options_.sync)) continue;
     detail::CheckpointDecoder decoder;
     std::vector<Checkpoint> all;
-    read_journal(rf->journal(), decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+    read_journal(rf->journal.path, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
       all.push_back(d.current());
       return true;
     });
@@ -652,9 +779,8 @@ void FileStore::apply_retention(const Retention& retention) {
     for (auto it = all.end() - static_cast<std::ptrdiff_t>(retention.keep_last); it != all.end();
          ++it)
       text += encode_line(encoder.encode(*it));
-    replace_file(rf->dir / kJournalTemp, rf->journal(), text, options_.sync);
-    rf->cached = false;
-    rf->journal_fd.close();
+    replace_file(rf->dir / kJournalTemp, rf->journal.path, text, options_.sync);
+    rf->journal.reset();
   }
 }
 

@@ -90,6 +90,39 @@ void MemoryStore::release(const std::string& run_id) {
   leases_.erase(run_id);
 }
 
+void MemoryStore::put_effect(const EffectRecord& record) {
+  check_run_id(record.run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(record.run_id);
+  if (it == runs_.end())
+    throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
+                      record.name + "')");
+  Run& run = it->second;
+  auto [at, fresh] = run.effect_index.try_emplace(record.key, run.effects.size());
+  if (fresh)
+    run.effects.push_back(record);
+  else
+    run.effects[at->second] = record;
+}
+
+std::optional<EffectRecord> MemoryStore::effect(std::string_view run_id, std::string_view key) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  auto at = it->second.effect_index.find(key);
+  if (at == it->second.effect_index.end()) return std::nullopt;
+  return it->second.effects[at->second];
+}
+
+std::vector<EffectRecord> MemoryStore::effects(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return {};
+  return it->second.effects;
+}
+
 void MemoryStore::append_event(std::string_view run_id, const nlohmann::json& event) {
   std::lock_guard lock(m_);
   auto it = runs_.find(run_id);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <random>
 #include <utility>
 
@@ -24,7 +25,12 @@ namespace trellis::agent {
 
 namespace {
 
-constexpr const char* kSchema = R"sql(
+// The schema as the steps that built it: kMigrations[v] takes a database from version v to
+// v + 1 (version 0: empty). A new database runs them all, an older one those it lacks, inside
+// the schema check's transaction (so concurrent openers upgrade it once).
+constexpr const char* kMigrations[] = {
+    // 1: runs, their checkpoints, events and leases.
+    R"sql(
 CREATE TABLE trellis_schema(version INTEGER NOT NULL);
 CREATE TABLE runs(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -48,7 +54,19 @@ CREATE TABLE leases(
   pid INTEGER NOT NULL,
   token TEXT NOT NULL,
   expires_at_ms INTEGER NOT NULL);
-)sql";
+)sql",
+    // 2: effect records; `ordinal` is the position of the key's first put in its run.
+    R"sql(
+CREATE TABLE IF NOT EXISTS effects(
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  ordinal INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY(run, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS effects_in_order ON effects(run, ordinal);
+)sql",
+};
+static_assert(std::size(kMigrations) == static_cast<std::size_t>(SqliteStore::schema_version));
 
 const char* synchronous_pragma(SqliteSynchronous s) {
   switch (s) {
@@ -264,6 +282,7 @@ struct SqliteStore::Db {
     finished_before = &prepare("SELECT id, run_id FROM runs WHERE finished=1 AND newest_at<?1");
     delete_checkpoints = &prepare("DELETE FROM checkpoints WHERE run=?1");
     delete_events = &prepare("DELETE FROM events WHERE run=?1");
+    delete_effects = &prepare("DELETE FROM effects WHERE run=?1");
     delete_run = &prepare("DELETE FROM runs WHERE id=?1");
     delete_lease = &prepare("DELETE FROM leases WHERE run_id=?1");
     longer_than = &prepare(
@@ -274,6 +293,16 @@ struct SqliteStore::Db {
     make_full = &prepare("UPDATE checkpoints SET full=1, record=?3 WHERE run=?1 AND seq=?2");
     delete_before = &prepare("DELETE FROM checkpoints WHERE run=?1 AND seq<?2");
     set_since_full = &prepare("UPDATE runs SET since_full=?2 WHERE id=?1");
+    put_effect = &prepare(
+        "INSERT INTO effects(run, key, ordinal, record) VALUES(?1, ?2, "
+        "(SELECT coalesce(max(ordinal) + 1, 0) FROM effects WHERE run=?1), ?3) "
+        "ON CONFLICT(run, key) DO UPDATE SET record=excluded.record");
+    get_effect = &prepare(
+        "SELECT e.record FROM effects e JOIN runs r ON e.run=r.id "
+        "WHERE r.run_id=?1 AND e.key=?2");
+    list_effects = &prepare(
+        "SELECT e.record FROM effects e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 "
+        "ORDER BY e.ordinal");
   }
 
   Stmt* begin = nullptr;
@@ -297,9 +326,13 @@ struct SqliteStore::Db {
   Stmt* finished_before = nullptr;
   Stmt* delete_checkpoints = nullptr;
   Stmt* delete_events = nullptr;
+  Stmt* delete_effects = nullptr;
   Stmt* delete_run = nullptr;
   Stmt* delete_lease = nullptr;
   Stmt* longer_than = nullptr;
+  Stmt* put_effect = nullptr;
+  Stmt* get_effect = nullptr;
+  Stmt* list_effects = nullptr;
   Stmt* nth_newest = nullptr;
   Stmt* make_full = nullptr;
   Stmt* delete_before = nullptr;
@@ -338,6 +371,17 @@ struct SqliteStore::Db {
       refuse("checkpoint " + std::to_string(seq) + ": " + e.what());
     }
   }
+
+  EffectRecord effect_of(const std::string& text, std::string_view run_id) const {
+    const nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
+    if (record.is_discarded())
+      refuse("an effect record of run '" + std::string(run_id) + "' is not JSON");
+    try {
+      return record.get<EffectRecord>();
+    } catch (const store_error& e) {
+      refuse("an effect record of run '" + std::string(run_id) + "': " + e.what());
+    }
+  }
 };
 
 SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
@@ -368,7 +412,8 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
       sqlite3_stmt* s = nullptr;
       db.check(sqlite3_prepare_v2(db.handle,
                                   "SELECT name FROM sqlite_master WHERE type='table' AND name IN "
-                                  "('trellis_schema','runs','checkpoints','events','leases')",
+                                  "('trellis_schema','runs','checkpoints','events','leases',"
+                                  "'effects')",
                                   -1, &s, nullptr),
                "read the schema");
       std::string found;
@@ -389,7 +434,7 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
                  "read the schema version");
         rc = sqlite3_step(s);
         version = rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER
-                      ? sqlite3_column_int(s, 0)
+                      ? std::max(sqlite3_column_int(s, 0), 0)
                       : 0;
         sqlite3_finalize(s);
         db.check(rc, "read the schema version");
@@ -401,15 +446,19 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
     if (version == -1 && ours > 0)
       db.refuse(
           "the database has tables named like trellis's (runs, checkpoints, events, "
-          "leases) but no trellis_schema: it belongs to something else");
-    if (version != -1 && version < schema_version)
+          "leases, effects) but no trellis_schema: it belongs to something else");
+    if (version == 0)
       db.refuse("schema version " + std::to_string(version) + " is not one trellis wrote");
-    if (version == -1) {
-      db.exec(kSchema, "create the schema");
+    // Create the schema, or upgrade an older one in place.
+    for (int v = std::max(version, 0); v < schema_version; ++v)
+      db.exec(kMigrations[v], "upgrade the schema to version " + std::to_string(v + 1));
+    if (version == -1)
       db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
                   .c_str(),
               "record the schema version");
-    }
+    else if (version < schema_version)
+      db.exec(("UPDATE trellis_schema SET version=" + std::to_string(schema_version)).c_str(),
+              "record the schema version");
     db.exec("COMMIT", "commit the schema");
   } catch (...) {
     sqlite3_exec(db.handle, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -626,6 +675,41 @@ void SqliteStore::release(const std::string& run_id, const std::string& token) n
   }
 }
 
+void SqliteStore::put_effect(const EffectRecord& record) {
+  check_run_id(record.run_id);
+  const std::string text = dump(nlohmann::json(record));
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Transaction tx(db);
+  const std::optional<Db::RunRow> run = db.find_run(record.run_id);
+  if (!run)
+    throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
+                      record.name + "')");
+  Db::Query(*db.put_effect).bind(1, run->id).bind(2, record.key).bind(3, text).run();
+  tx.commit();
+}
+
+std::optional<EffectRecord> SqliteStore::effect(std::string_view run_id, std::string_view key) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Query q(*db.get_effect);
+  q.bind(1, run_id).bind(2, key);
+  if (!q.step()) return std::nullopt;
+  return db.effect_of(q.text(0), run_id);
+}
+
+std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
+  check_run_id(run_id);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  std::vector<EffectRecord> out;
+  Db::Query q(*db.list_effects);
+  q.bind(1, run_id);
+  while (q.step()) out.push_back(db.effect_of(q.text(0), run_id));
+  return out;
+}
+
 void SqliteStore::append_event(std::string_view run_id, const nlohmann::json& event) {
   const std::string text = dump(event);
   std::lock_guard lock(m_);
@@ -680,6 +764,7 @@ void SqliteStore::apply_retention(const Retention& retention) {
       }
       Db::Query(*db.delete_checkpoints).bind(1, id).run();
       Db::Query(*db.delete_events).bind(1, id).run();
+      Db::Query(*db.delete_effects).bind(1, id).run();
       Db::Query(*db.delete_run).bind(1, id).run();
       Db::Query(*db.delete_lease).bind(1, run_id).run();
       db.cache.erase(id);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The Store contract (store.hpp) over every store, then each store's own bad input: a corrupt
-// or torn FileStore journal, a foreign or newer SQLite schema, leases held by another process.
+// or torn FileStore journal or effects file, a foreign, older or newer SQLite schema, leases
+// held by another process.
 
 #include <trellis/agent/errors.hpp>
 #include <trellis/agent/file_store.hpp>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../persist/persist_test_support.hpp"
@@ -26,12 +28,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using trellis::agent::Checkpoint;
+using trellis::agent::EffectRecord;
+using trellis::agent::EffectStatus;
 using trellis::agent::FileStore;
 using trellis::agent::Lease;
 using trellis::agent::MemoryStore;
 using trellis::agent::Retention;
 using trellis::agent::RunStatus;
 using trellis::agent::SqliteStore;
+using trellis::agent::Store;
 
 // A store under test and, for the persistent ones, its files: `reopen()` makes a new object
 // over the same storage (MemoryStore keeps its one object).
@@ -122,6 +127,49 @@ std::vector<std::uint64_t> seqs(const std::vector<Checkpoint>& history) {
   std::vector<std::uint64_t> out;
   for (const Checkpoint& c : history) out.push_back(c.seq);
   return out;
+}
+
+// The started record of effect `name` (the `ordinal`-th of step 3 of run `id`).
+EffectRecord started(const std::string& id, const std::string& name, std::uint32_t ordinal = 0) {
+  EffectRecord r;
+  r.run_id = id;
+  r.name = name;
+  r.args = {{"amount", 120}, {"card", "...4242"}, {"note", "caf\u00e9 \"quoted\"\n"}};
+  r.policy = trellis::agent::EffectPolicy::at_most_once;
+  r.node = "pay";
+  r.step = 3;
+  r.ordinal = ordinal;
+  r.key = trellis::agent::effect_key(id, r.node, r.step, ordinal, name, r.args);
+  r.compensable = true;
+  r.started_at = iso(kT0);
+  return r;
+}
+
+// `r` with its receipt: succeeded with `result`.
+EffectRecord receipt(EffectRecord r, nlohmann::json result) {
+  r.status = EffectStatus::succeeded;
+  r.result = std::move(result);
+  r.finished_at = iso(kT0 + 1s);
+  return r;
+}
+
+std::vector<std::string> names(const std::vector<EffectRecord>& records) {
+  std::vector<std::string> out;
+  for (const EffectRecord& r : records) out.push_back(r.name);
+  return out;
+}
+
+// The single integer `query` answers in the SQLite database `db`.
+std::int64_t sql_integer(const fs::path& db, const std::string& query) {
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, query.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  const std::int64_t value = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(handle);
+  return value;
 }
 
 }  // namespace
@@ -382,6 +430,182 @@ TEST_CASE_TEMPLATE("store: a state that is not an object, and members that come 
   CHECK(h.reopen().history("run-1") == written);
 }
 
+TEST_CASE_TEMPLATE("store: an effect record is put, read back, and replaced by its receipt", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  const EffectRecord charge = started("run-1", "charge_card");
+  CHECK_FALSE(h.store().effect("run-1", charge.key).has_value());
+  CHECK(h.store().effects("run-1").empty());
+  h.store().put_effect(charge);
+  CHECK(h.store().effect("run-1", charge.key) == charge);
+  CHECK(h.store().effects("run-1") == std::vector<EffectRecord>{charge});
+  const EffectRecord done = receipt(charge, {{"charge_id", "ch_1"}, {"amounts", {1, 2.5}}});
+  h.store().put_effect(done);
+  CHECK(h.store().effect("run-1", charge.key) == done);
+  CHECK(h.store().effects("run-1") == std::vector<EffectRecord>{done});
+  CHECK_FALSE(h.store().effect("run-1", std::string(64, '0')).has_value());
+  // Effects belong to their run.
+  h.store().create(cp("run-2", 0));
+  CHECK(h.store().effects("run-2").empty());
+  CHECK_FALSE(h.store().effect("run-2", charge.key).has_value());
+  // And survive a new object over the same storage.
+  S& again = h.reopen();
+  CHECK(again.effect("run-1", charge.key) == done);
+  CHECK(again.effects("run-1") == std::vector<EffectRecord>{done});
+}
+
+TEST_CASE_TEMPLATE("store: effects are listed in the order their keys were first put", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  // Names in reverse alphabetical order and keys in no particular one: only the order of the
+  // first puts counts.
+  const EffectRecord c = started("run-1", "c-mail", 0);
+  const EffectRecord b = started("run-1", "b-charge", 1);
+  const EffectRecord a = started("run-1", "a-ship", 2);
+  h.store().put_effect(c);
+  h.store().put_effect(b);
+  h.store().put_effect(a);
+  // Receipts keep their keys' places, the first key's last.
+  h.store().put_effect(receipt(b, "charged"));
+  EffectRecord retried = receipt(a, nullptr);
+  retried.status = EffectStatus::transient;
+  retried.error = "timeout";
+  retried.issued = 2;
+  h.store().put_effect(retried);
+  h.store().put_effect(receipt(c, "sent"));
+  const std::vector<EffectRecord> expected = {receipt(c, "sent"), receipt(b, "charged"), retried};
+  CHECK(h.store().effects("run-1") == expected);
+  CHECK(h.reopen().effects("run-1") == expected);
+  h.store().put_effect(started("run-1", "d-refund", 3));
+  CHECK(names(h.store().effects("run-1")) ==
+        std::vector<std::string>{"c-mail", "b-charge", "a-ship", "d-refund"});
+}
+
+TEST_CASE_TEMPLATE("store: put_effect to a run that does not exist is unknown_run", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  CHECK_THROWS_AS(h.store().put_effect(started("nobody", "charge_card")),
+                  trellis::agent::unknown_run);
+  CHECK(h.store().effects("nobody").empty());
+  CHECK_FALSE(h.store().effect("nobody", started("nobody", "charge_card").key).has_value());
+  (void)h.store().lease("leased-only", "w");  // a lease alone does not make a run
+  CHECK_THROWS_AS(h.store().put_effect(started("leased-only", "charge_card")),
+                  trellis::agent::unknown_run);
+  CHECK(h.store().effects("leased-only").empty());
+  CHECK(h.store().runs().empty());
+}
+
+TEST_CASE_TEMPLATE("store: effect calls refuse run ids that could escape the store", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  for (const std::string id : {"", "..", "a/b", "../x", "a b"}) {
+    CAPTURE(id);
+    CHECK_THROWS_AS(h.store().put_effect(started(id, "charge_card")),
+                    trellis::agent::invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().effect(id, "k"), trellis::agent::invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().effects(id), trellis::agent::invalid_run_id);
+  }
+}
+
+TEST_CASE_TEMPLATE("store: a checkpoint's effect keys are stored, and removed when it has none", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  std::vector<Checkpoint> written{cp("run-1", 0)};
+  h.store().create(written[0]);
+  for (std::uint64_t seq = 1; seq <= 4; ++seq) {
+    Checkpoint c = cp("run-1", seq);
+    if (seq == 2) c.effects = {std::string(64, 'a'), std::string(64, 'b')};
+    if (seq == 3) c.effects = {std::string(64, 'c')};
+    h.store().commit(c, seq - 1);
+    written.push_back(c);
+  }
+  CHECK(h.store().history("run-1") == written);
+  CHECK(h.store().checkpoint("run-1", 2)->effects.size() == 2);
+  CHECK(h.store().latest("run-1")->effects.empty());
+  S& again = h.reopen();
+  CHECK(again.history("run-1") == written);
+  CHECK(again.latest("run-1") == written.back());
+  CHECK(again.checkpoint("run-1", 3) == written[3]);
+}
+
+TEST_CASE_TEMPLATE("store: keep_last keeps every effect record; deleting a run deletes them", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("long", 0));
+  h.store().put_effect(started("long", "first", 0));
+  advance(h.store(), "long", 9);
+  h.store().put_effect(started("long", "second", 1));
+  const auto kept = h.store().effects("long");
+  REQUIRE(kept.size() == 2);
+  h.store().apply_retention(Retention{.keep_last = 2});
+  CHECK(seqs(h.store().history("long")) == std::vector<std::uint64_t>{8, 9});
+  CHECK(h.store().effects("long") == kept);
+  CHECK(h.reopen().effects("long") == kept);
+
+  const auto old = std::chrono::system_clock::now() - 48h;
+  h.store().create(cp("old-done", 0, RunStatus::Succeeded, old));
+  h.store().put_effect(receipt(started("old-done", "charge_card"), "ok"));
+  h.store().apply_retention(Retention{.finished_older_than = 24h});
+  CHECK(h.store().runs() == std::vector<std::string>{"long"});
+  CHECK(h.store().effects("old-done").empty());
+  CHECK(h.store().effects("long") == kept);
+  if constexpr (std::is_same_v<S, FileStore>) {
+    CHECK_FALSE(fs::exists(h.root() / "old-done"));
+  } else if constexpr (std::is_same_v<S, SqliteStore>) {
+    CHECK(sql_integer(h.db(), "SELECT count(*) FROM effects") == 2);  // only long's
+  }
+  // A new run of the same id starts without effects.
+  h.store().create(cp("old-done", 0));
+  CHECK(h.store().effects("old-done").empty());
+  CHECK(h.reopen().effects("old-done").empty());
+}
+
+TEST_CASE_TEMPLATE("store: two objects over the same storage see each other's effect records", S,
+                   FileStore, SqliteStore) {
+  Harness<S> h;
+  auto other = h.another();
+  h.store().create(cp("run-1", 0));
+  const EffectRecord a = started("run-1", "a", 0);
+  const EffectRecord b = started("run-1", "b", 1);
+  h.store().put_effect(a);
+  CHECK(h.store().effects("run-1") == std::vector<EffectRecord>{a});  // cached by h
+  CHECK(other->effect("run-1", a.key) == a);
+  other->put_effect(receipt(a, 1));
+  other->put_effect(b);
+  CHECK(h.store().effect("run-1", a.key) == receipt(a, 1));
+  CHECK(h.store().effects("run-1") == std::vector<EffectRecord>{receipt(a, 1), b});
+  h.store().put_effect(receipt(b, 2));  // appends after other's lines, not over them
+  CHECK(other->effects("run-1") == std::vector<EffectRecord>{receipt(a, 1), receipt(b, 2)});
+  CHECK(h.reopen().effects("run-1") == other->effects("run-1"));
+}
+
+TEST_CASE_TEMPLATE("store: racing put_effect calls from two objects lose no record", S, FileStore,
+                   SqliteStore) {
+  Harness<S> h;
+  auto other = h.another();
+  h.store().create(cp("run-1", 0));
+  constexpr int kPerThread = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Store& store = t % 2 == 0 ? static_cast<Store&>(h.store()) : static_cast<Store&>(*other);
+      for (int i = 0; i < kPerThread; ++i) {
+        const EffectRecord r = started("run-1", "t" + std::to_string(t) + "-" + std::to_string(i));
+        store.put_effect(r);
+        store.put_effect(receipt(r, i));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto all = h.store().effects("run-1");
+  CHECK(all.size() == 4 * kPerThread);
+  for (const EffectRecord& r : all) CHECK(r.status == EffectStatus::succeeded);
+  CHECK(other->effects("run-1") == all);
+  CHECK(h.reopen().effects("run-1") == all);
+}
+
 namespace {
 
 struct Note {
@@ -588,6 +812,109 @@ TEST_CASE(
   CHECK(h.store().lease("run-1", "parent").held());
 }
 
+TEST_CASE("file store: effects.jsonl holds one checksummed record a line, the newest winning") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  const fs::path file = h.root() / "run-1" / "effects.jsonl";
+  CHECK_FALSE(fs::exists(file));  // created by the first put
+  const EffectRecord a = started("run-1", "a");
+  h.store().put_effect(a);
+  h.store().put_effect(receipt(a, "done"));
+  CHECK(persist_test::mode_of(file) == 0600);
+  const auto lines = lines_of(file);
+  REQUIRE(lines.size() == 2);
+  for (const std::string& line : lines) {
+    REQUIRE(line.ends_with("\n"));
+    CHECK(line.find("\"checksum\":\"sha256:") != std::string::npos);
+    nlohmann::json j = nlohmann::json::parse(line);
+    const std::string checksum = j["checksum"];
+    j.erase("checksum");
+    CHECK(persist_test::sha256_text(j.dump()) == checksum);
+    CHECK(j.get<EffectRecord>().key == a.key);
+  }
+  CHECK(nlohmann::json::parse(lines[1])["status"] == "succeeded");
+}
+
+TEST_CASE("file store: a torn last effects line is ignored, then cut before the next put") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  const EffectRecord a = started("run-1", "a", 0);
+  const EffectRecord b = started("run-1", "b", 1);
+  h.store().put_effect(a);
+  h.store().put_effect(b);
+  const fs::path file = h.root() / "run-1" / "effects.jsonl";
+  const std::string intact = persist_test::read_bytes(file);
+  h.store().put_effect(receipt(b, "lost"));  // the line a crash will tear
+  const std::string torn = lines_of(file)[2];
+  SUBCASE("half a line") {
+    persist_test::write_bytes(file, intact + torn.substr(0, torn.size() / 2));
+  }
+  SUBCASE("a whole line with a bad checksum") {
+    std::string bad = torn;
+    bad[bad.size() - 5] ^= 1;  // inside the checksum
+    persist_test::write_bytes(file, intact + bad);
+  }
+  FileStore& store = h.reopen();
+  CHECK(store.effects("run-1") == std::vector<EffectRecord>{a, b});
+  CHECK(store.effect("run-1", b.key) == b);
+  CHECK(persist_test::read_bytes(file).size() > intact.size());  // a reader does not cut it
+  const EffectRecord c = started("run-1", "c", 2);
+  store.put_effect(c);
+  CHECK(persist_test::read_bytes(file).starts_with(intact));
+  CHECK(lines_of(file).size() == 3);
+  CHECK(store.effects("run-1") == std::vector<EffectRecord>{a, b, c});
+  CHECK(h.reopen().effects("run-1") == std::vector<EffectRecord>{a, b, c});
+}
+
+TEST_CASE("file store: a corrupt middle effects line is a store_error naming the file and line") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  for (std::uint32_t i = 0; i < 3; ++i) h.store().put_effect(started("run-1", "e", i));
+  const fs::path file = h.root() / "run-1" / "effects.jsonl";
+  auto lines = lines_of(file);
+  REQUIRE(lines.size() == 3);
+  SUBCASE("a flipped byte") {
+    const auto at = lines[1].find("pay");
+    REQUIRE(at != std::string::npos);
+    lines[1][at] = 'P';
+  }
+  SUBCASE("a checksummed line that is not an effect record") {
+    lines[1] = persist_test::with_valid_checksum({{"key", "k"}});
+  }
+  std::string text;
+  for (const auto& l : lines) text += l;
+  persist_test::write_bytes(file, text);
+  for (int round = 0; round < 2; ++round) {
+    FileStore& store = h.reopen();
+    const std::string where = file.string() + "' line 2";
+    CHECK_THROWS_WITH_AS((void)store.effects("run-1"), doctest::Contains(where.c_str()),
+                         trellis::agent::store_error);
+    CHECK_THROWS_AS((void)store.effect("run-1", "k"), trellis::agent::store_error);
+    CHECK_THROWS_AS(store.put_effect(started("run-1", "e", 9)), trellis::agent::store_error);
+  }
+  CHECK(persist_test::read_bytes(file) == text);  // never rewritten
+  CHECK(h.store().latest("run-1").has_value());   // the checkpoints are unaffected
+}
+
+TEST_CASE(
+    "file store: a checkpoint without effects after one with them is a delta unsetting them") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  Checkpoint with = cp("run-1", 1);
+  with.effects = {std::string(64, 'a')};
+  h.store().commit(with, 0);
+  h.store().commit(cp("run-1", 2), 1);
+  const auto lines = lines_of(journal_of(h, "run-1"));
+  REQUIRE(lines.size() == 3);
+  const nlohmann::json added = nlohmann::json::parse(lines[1]);
+  const nlohmann::json removed = nlohmann::json::parse(lines[2]);
+  CHECK_FALSE(added.contains("full"));
+  CHECK(added["set"]["effects"] == with.effects);
+  CHECK_FALSE(removed.contains("full"));
+  CHECK(removed["unset"] == nlohmann::json::array({"effects"}));
+  CHECK(h.reopen().history("run-1")[2] == cp("run-1", 2));
+}
+
 // ---- SqliteStore -------------------------------------------------------------------------------
 
 namespace {
@@ -609,11 +936,58 @@ TEST_CASE("sqlite store: a newer schema version is refused with store_error") {
   persist_test::ScratchDir dir;
   const fs::path db = dir / "runs.db";
   { SqliteStore store(db); }
-  sql(db, "UPDATE trellis_schema SET version = 2");
-  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 2 is newer"),
+  const std::string newer = std::to_string(SqliteStore::schema_version + 1);
+  sql(db, "UPDATE trellis_schema SET version = " + newer);
+  const std::string refusal = "schema version " + newer + " is newer";
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains(refusal.c_str()),
                        trellis::agent::store_error);
   const std::string name = db.string();
   CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: a version 1 database (before effects) is upgraded in place") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  {
+    SqliteStore store(db);
+    store.create(cp("run-1", 0));
+    advance(store, "run-1", 3);
+  }
+  // What version 1 left: no effects table.
+  sql(db, "DROP TABLE effects; UPDATE trellis_schema SET version = 1");
+  REQUIRE(sql_integer(db, "SELECT count(*) FROM sqlite_master WHERE name='effects'") == 0);
+  {
+    SqliteStore store(db);
+    CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
+    CHECK(store.effects("run-1").empty());
+    store.put_effect(started("run-1", "charge_card"));
+    store.commit(cp("run-1", 4), 3);
+  }
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
+  CHECK(sql_integer(db, "SELECT count(*) FROM trellis_schema") == 1);
+  SqliteStore again(db);  // opening an upgraded database changes nothing
+  CHECK(again.effects("run-1") == std::vector<EffectRecord>{started("run-1", "charge_card")});
+  CHECK(again.latest("run-1")->seq == 4);
+  // A schema version no trellis wrote is still refused.
+  sql(db, "UPDATE trellis_schema SET version = 0");
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("is not one trellis wrote"),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: an undecodable effect row is a store_error naming the database") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  store.create(cp("run-1", 0));
+  const EffectRecord a = started("run-1", "a");
+  store.put_effect(a);
+  sql(db, "UPDATE effects SET record = '{\"key\":1'");
+  const std::string name = db.string();
+  CHECK_THROWS_WITH_AS((void)store.effects("run-1"), doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+  sql(db, "UPDATE effects SET record = '{\"key\":1}'");
+  CHECK_THROWS_WITH_AS((void)store.effect("run-1", a.key), doctest::Contains(name.c_str()),
                        trellis::agent::store_error);
 }
 

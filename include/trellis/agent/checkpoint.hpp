@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,8 @@ struct Checkpoint {
   Reason reason = Reason::none;
   std::string detail;
   std::string created_at;  ///< ISO-8601 UTC
+  /// The idempotency keys of the effects the step made (their records: Store::effects).
+  std::vector<std::string> effects;
 
   friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
 };

@@ -6,28 +6,35 @@
 /// directly under the root and nothing else):
 ///
 ///     <root>/<run id>/journal.jsonl   the checkpoints: append-only, one record a line
+///     <root>/<run id>/effects.jsonl   the effect records: append-only, one record a line
+///                                     (created by the run's first put_effect)
 ///     <root>/<run id>/events.jsonl    the event log (observability: appended, not fsync'd)
 ///     <root>/<run id>/lease           flock'd by the lease holder, who writes "<pid> <owner>"
-///     <root>/<run id>/commit.lock     flock'd around every journal write (any process)
+///     <root>/<run id>/commit.lock     flock'd around every journal and effects write (any
+///                                     process)
 ///
 /// A journal line is a chain record (full checkpoint, or only the members that changed since
 /// the line before, with a full one every `snapshot_every` lines; see FileStoreOptions) plus
 /// "checksum":"sha256:<hex>" over the canonical dump of the rest, written with one write(2)
-/// and one fdatasync. The run directory and the root are fsync'd when an entry appears in
-/// them. A crash mid-append can only damage the last line: readers ignore a torn last line
-/// and the next writer cuts it off before appending; a damaged line before the last is a
-/// store_error naming the file and the line.
+/// and one fdatasync. An effects line is a whole EffectRecord plus the same checksum, written
+/// the same way; the newest line of a key is its record, and `effects` lists the keys in the
+/// order of their first lines. The run directory and the root are fsync'd when an entry
+/// appears in them. A crash mid-append can only damage the last line of either file: readers
+/// ignore a torn last line and the next writer cuts it off before appending; a damaged line
+/// before the last is a store_error naming the file and the line.
 ///
 /// Concurrency: `commit` checks the newest seq and appends while holding commit.lock, so the
-/// version check holds across threads, FileStore objects and processes. The lease is a
-/// flock(LOCK_EX | LOCK_NB) on the lease file through its own open file description, so a
-/// second thread or process is refused (run_busy naming the holder's pid), and the kernel
-/// frees the lease of a process that dies, even by SIGKILL.
+/// version check holds across threads, FileStore objects and processes; `put_effect` appends
+/// under the same lock. The lease is a flock(LOCK_EX | LOCK_NB) on the lease file through its
+/// own open file description, so a second thread or process is refused (run_busy naming the
+/// holder's pid), and the kernel frees the lease of a process that dies, even by SIGKILL.
 ///
 /// Retention: keep_last rewrites a journal atomically (temporary file, fsync, rename,
-/// directory fsync), its first kept line becoming a full record; a finished run older than
-/// the limit is renamed aside (to a name no run id can take) and then deleted, unless
-/// someone holds its lease. Leftovers of an interrupted deletion are removed at open.
+/// directory fsync), its first kept line becoming a full record (effects.jsonl is never
+/// trimmed: a run's effect records are kept as long as the run); a finished run older than
+/// the limit (its effects with it) is renamed aside (to a name no run id can take) and then
+/// deleted, unless someone holds its lease. Leftovers of an interrupted deletion are removed
+/// at open.
 
 #include <cstddef>
 #include <filesystem>
@@ -42,8 +49,8 @@ namespace trellis::agent {
 
 /// Settings of a FileStore.
 struct FileStoreOptions {
-  /// fdatasync every journal append (and fsync directories). Turn off only for throwaway
-  /// runs: a power cut may then lose committed checkpoints.
+  /// fdatasync every journal and effects append (and fsync directories). Turn off only for
+  /// throwaway runs: a power cut may then lose committed checkpoints and effect records.
   bool sync = true;
   /// A full checkpoint every this many journal lines; the lines between hold only what
   /// changed (an unchanged 4 KiB member of the state costs nothing on those lines).
@@ -66,6 +73,9 @@ class FileStore final : public Store {
   std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
   Lease lease(std::string_view run_id, std::string_view owner) override;
+  void put_effect(const EffectRecord& record) override;
+  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> effects(std::string_view run_id) override;
   void append_event(std::string_view run_id, const nlohmann::json& event) override;
   std::vector<nlohmann::json> events(std::string_view run_id) override;
   void apply_retention(const Retention& retention) override;
@@ -76,7 +86,7 @@ class FileStore final : public Store {
   std::filesystem::path run_directory(std::string_view run_id) const;
 
  private:
-  struct RunFiles;  // per run: the cached newest checkpoint and open descriptors
+  struct RunFiles;  // per run: the cached newest checkpoint, effect records and descriptors
   std::shared_ptr<RunFiles> files(std::string_view run_id);
   void forget(const std::string& run_id);
 

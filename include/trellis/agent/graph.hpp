@@ -18,6 +18,13 @@
 /// the first uncommitted node. The run's status moves only through a StateMachine over
 /// `lifecycle()`, so an impossible status is never committed.
 ///
+/// Side effects go through `ctx.effect` (effect.hpp): each has its own started record and
+/// receipt, committed around the call, and the step's checkpoint lists their keys. Replaying
+/// the step after a crash returns the receipts instead of calling again. When a run fails, the
+/// compensations of its succeeded effects run (after the Failed checkpoint is committed; a
+/// crash among them leaves them to `resume`, which finishes them and returns the failure).
+/// A fork is a new run: its effects get new keys and run again.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
@@ -42,6 +49,8 @@
 
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/clock.hpp"
+#include "trellis/agent/detail/effect_runner.hpp"
+#include "trellis/agent/effect.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/events.hpp"
 #include "trellis/agent/hooks.hpp"
@@ -54,6 +63,7 @@
 #include "trellis/agent/run_status.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
+#include "trellis/persist/failpoint.hpp"
 #include "trellis/reactive/context.hpp"
 
 namespace trellis::agent {
@@ -126,6 +136,14 @@ class Graph {
     hooks_.push_back(std::move(h));
     return *this;
   }
+  /// Declares the compensation of the effects named `effect_name` for every run of the graph.
+  /// The overload of RunContext::effect that takes a compensation covers failures within the
+  /// same run call; this one also covers a run that fails (or is resumed to finish its
+  /// compensations) in a later process, after the effect's step was committed.
+  Graph& compensation(std::string effect_name, CompensateFn compensate) {
+    compensations_.insert_or_assign(std::move(effect_name), std::move(compensate));
+    return *this;
+  }
   /// Adds the built-in ModeGate hook.
   Graph& mode_gate() { return hook(std::make_shared<ModeGate<S>>()); }
 
@@ -180,6 +198,14 @@ class Graph {
     if (cp->fingerprint != fingerprint())
       throw graph_mismatch("trellis: run '" + run_id + "' was stored by graph [" + cp->fingerprint +
                            "], this graph is [" + fingerprint() + "]");
+    trellis::failpoint("resume.started", run_id);
+    if (cp->status == RunStatus::Failed) {
+      // A failed run whose compensations did not all run (a crash, or no function for them
+      // in that process) finishes them; otherwise it is over.
+      S state = decode_state(*cp);
+      Execution ex(*this, store, options, std::move(*cp), std::move(state));
+      if (auto out = ex.finish_compensations()) return *out;
+    }
     if (terminal(cp->status))
       throw run_finished("trellis: run '" + run_id + "' has already " +
                          (cp->status == RunStatus::Succeeded ? "succeeded" : "failed") +
@@ -278,7 +304,16 @@ class Graph {
           clock_(clock_of(options)),
           cp_(std::move(cp)),
           state_(std::move(state)),
-          life_(ctx_, cp_.status, lifecycle()) {
+          life_(ctx_, cp_.status, lifecycle()),
+          effects_(
+              store, cp_.run_id, clock_,
+              [this](const char* kind, nlohmann::json detail) {
+                emit(kind, cp_.next_node, 0.0, std::move(detail));
+              },
+              [&g](std::string_view name) -> const CompensateFn* {
+                auto it = g.compensations_.find(name);
+                return it == g.compensations_.end() ? nullptr : &it->second;
+              }) {
       if (options_.monitor != nullptr) options_.monitor->set(cp_.status);
       if (options_.on_status || options_.monitor != nullptr)
         status_sub_ = life_.on_transition([this](RunStatus from, RunStatus to) {
@@ -307,6 +342,13 @@ class Graph {
       Outcome<S> out = loop(std::move(decision));
       (void)started;
       return out;
+    }
+
+    /// Runs the compensations a failed run still owes; nullopt when it owes none.
+    std::optional<Outcome<S>> finish_compensations() {
+      const detail::CompensationReport report = effects_.compensate();
+      if (report.due == 0) return std::nullopt;
+      return outcome(report);
     }
 
     void emit(const char* kind, const std::string& node, double ms,
@@ -361,8 +403,9 @@ class Graph {
         const NodeInfo info{name, node.required_mode()};
         const PermissionMode mode =
             options_.mode != nullptr ? options_.mode->get() : PermissionMode::Default;
+        effects_.begin(name, cp_.step);
         RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop,
-                       std::exchange(decision, std::nullopt), clock_);
+                       std::exchange(decision, std::nullopt), clock_, &effects_);
         emit("step_started", name, 0.0);
         const auto t0 = std::chrono::steady_clock::now();
 
@@ -382,12 +425,23 @@ class Graph {
         if (!next) {
           try {
             next = node.run(work, ctx);
+          } catch (const reconciliation_required& e) {
+            return fail(Reason::reconciliation_required, e.what());
           } catch (const transient_error& e) {
+            if (effects_.reconciliation())
+              return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
             if (auto out = retry_later(name, e.what())) return *out;
             continue;
+          } catch (const store_error&) {
+            throw;  // infrastructure: the run is not failed, it stops at its last checkpoint
           } catch (const std::exception& e) {
+            if (effects_.reconciliation())
+              return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
             return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
           }
+          // A node cannot swallow a reconciliation: the effect may have happened.
+          if (effects_.reconciliation())
+            return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
         }
         for (const auto& hook : g_.hooks_) next = hook->after(info, work, std::move(*next), ctx);
         const double ms =
@@ -435,6 +489,7 @@ class Graph {
           commit(std::move(c));
           emit("step_completed", name, ms, {{"next", cp_.next_node}});
           emit("interrupted", name, 0.0, {{"reason", pause.reason}});
+          trellis::failpoint("approval.waiting", cp_.run_id);
           return outcome();
         }
       }
@@ -466,7 +521,9 @@ class Graph {
       commit(std::move(c));
       emit("graph_failed", cp_.next_node, 0.0,
            {{"reason", std::string(enumeration<Reason>::name(reason))}, {"detail", detail}});
-      return outcome();
+      // The failure is committed first, so a crash during the compensations leaves a failed
+      // run that resume() finishes (finish_compensations).
+      return outcome(effects_.compensate());
     }
 
     /// The next checkpoint, starting as a copy of the newest.
@@ -478,12 +535,15 @@ class Graph {
       return c;
     }
 
+    /// Commits the next checkpoint, with the keys of the effects the attempt made.
     void commit(Checkpoint next) {
       next.seq = cp_.seq + 1;
       next.created_at = detail::now_iso8601(clock_);
       if (next.status != RunStatus::WaitingApproval) next.interrupt.reset();
+      next.effects = effects_.take_keys();
       store_.commit(next, cp_.seq);
       cp_ = std::move(next);
+      trellis::failpoint("step.after_commit", cp_.run_id);
     }
 
     void change(RunEvent e) {
@@ -491,6 +551,17 @@ class Graph {
         throw graph_error("trellis: run '" + cp_.run_id + "' cannot go from " +
                           std::string(enumeration<RunStatus>::name(life_.state())) + " on " +
                           std::string(enumeration<RunEvent>::name(e)));
+    }
+
+    Outcome<S> outcome(const detail::CompensationReport& report) const {
+      Outcome<S> out = outcome();
+      if (!report.left.empty()) {
+        std::string list;
+        for (const std::string& e : report.left) list += (list.empty() ? "" : ", ") + e;
+        out.detail +=
+            (out.detail.empty() ? "" : "; ") + std::string("compensation pending: ") + list;
+      }
+      return out;
     }
 
     Outcome<S> outcome() const {
@@ -514,6 +585,7 @@ class Graph {
     StateMachine<RunStatus, RunEvent> life_;
     Subscription status_sub_;
     std::mt19937_64 engine_;
+    detail::EffectRunner effects_;
   };
 
   std::map<std::string, std::unique_ptr<Node<S>>, std::less<>> nodes_;
@@ -524,6 +596,7 @@ class Graph {
   int schema_ = 1;
   Migrate migrate_;
   std::vector<std::shared_ptr<Hook<S>>> hooks_;
+  std::map<std::string, CompensateFn, std::less<>> compensations_;
   EventBus events_;
 };
 

@@ -22,6 +22,9 @@ class MemoryStore final : public Store {
   std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
   Lease lease(std::string_view run_id, std::string_view owner) override;
+  void put_effect(const EffectRecord& record) override;
+  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> effects(std::string_view run_id) override;
   void append_event(std::string_view run_id, const nlohmann::json& event) override;
   std::vector<nlohmann::json> events(std::string_view run_id) override;
   void apply_retention(const Retention& retention) override;
@@ -30,6 +33,8 @@ class MemoryStore final : public Store {
   struct Run {
     std::vector<Checkpoint> checkpoints;
     std::vector<nlohmann::json> events;
+    std::vector<EffectRecord> effects;                             // in the order first started
+    std::map<std::string, std::size_t, std::less<>> effect_index;  // key -> position
   };
   void release(const std::string& run_id);
 

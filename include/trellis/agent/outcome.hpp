@@ -17,16 +17,17 @@ namespace trellis::agent {
 /// Why a run failed (or none).
 enum class Reason {
   none,
-  approval_rejected,  ///< a person said no (a business failure)
-  approval_expired,   ///< nobody decided before the request's expires_at
-  denied,             ///< a hook (the ModeGate) refused a node and nothing routed elsewhere
-  max_steps,          ///< the step bound was reached (a loop that does not end)
-  unknown_node,       ///< a node named a next node the graph does not have
-  node_error,         ///< a node threw a non-transient exception
-  retries_exhausted,  ///< a transient error outlived the retry policy
+  approval_rejected,        ///< a person said no (a business failure)
+  approval_expired,         ///< nobody decided before the request's expires_at
+  denied,                   ///< a hook (the ModeGate) refused a node and nothing routed elsewhere
+  max_steps,                ///< the step bound was reached (a loop that does not end)
+  unknown_node,             ///< a node named a next node the graph does not have
+  node_error,               ///< a node threw a non-transient exception
+  retries_exhausted,        ///< a transient error outlived the retry policy
+  reconciliation_required,  ///< an at_most_once effect was cut off by a crash (effect.hpp)
 };
 TRELLIS_ENUM(Reason, none, approval_rejected, approval_expired, denied, max_steps, unknown_node,
-             node_error, retries_exhausted);
+             node_error, retries_exhausted, reconciliation_required);
 
 /// The result of Graph::run or Graph::resume.
 template <class S>

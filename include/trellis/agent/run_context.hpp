@@ -8,7 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include <type_traits>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
 #include "trellis/agent/clock.hpp"
+#include "trellis/agent/detail/effect_runner.hpp"
+#include "trellis/agent/effect.hpp"
 #include "trellis/agent/permission.hpp"
 #include "trellis/agent/resume.hpp"
 
@@ -17,7 +24,8 @@ namespace trellis::agent {
 class RunContext {
  public:
   RunContext(std::string run_id, std::string node, std::uint64_t step, std::uint32_t attempt,
-             PermissionMode mode, std::stop_token stop, std::optional<Resume> resume, Clock& clock)
+             PermissionMode mode, std::stop_token stop, std::optional<Resume> resume, Clock& clock,
+             detail::EffectRunner* effects = nullptr)
       : run_id_(std::move(run_id)),
         node_(std::move(node)),
         step_(step),
@@ -25,7 +33,8 @@ class RunContext {
         mode_(mode),
         stop_(std::move(stop)),
         resume_(std::move(resume)),
-        clock_(&clock) {}
+        clock_(&clock),
+        effects_(effects) {}
 
   std::string_view run_id() const noexcept { return run_id_; }
   /// The node being run.
@@ -46,6 +55,22 @@ class RunContext {
   }
   Clock& clock() const noexcept { return *clock_; }
 
+  /// Runs the side effect `fn` once per run (see effect.hpp): with its idempotency key, a
+  /// started record before and a receipt after, the stored result on replay. `fn` takes an
+  /// EffectCall and returns a value convertible to JSON (or nothing: null is stored).
+  template <class F>
+  nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn) {
+    return runner(name).run(name, std::move(args), policy, wrap(std::forward<F>(fn)), {});
+  }
+  /// The same, with a compensation: when the run fails after this effect succeeded,
+  /// `compensate(call, result)` undoes it, once, as an effect of its own.
+  template <class F>
+  nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn,
+                        CompensateFn compensate) {
+    return runner(name).run(name, std::move(args), policy, wrap(std::forward<F>(fn)),
+                            std::move(compensate));
+  }
+
  private:
   std::string run_id_;
   std::string node_;
@@ -55,6 +80,28 @@ class RunContext {
   std::stop_token stop_;
   std::optional<Resume> resume_;
   Clock* clock_;
+  detail::EffectRunner* effects_;
+
+  detail::EffectRunner& runner(std::string_view name) const {
+    if (effects_ == nullptr)
+      throw graph_error("trellis: effect '" + std::string(name) +
+                        "' called outside a run (this RunContext has no store)");
+    return *effects_;
+  }
+  template <class F>
+  static EffectFn wrap(F&& fn) {
+    using R = std::invoke_result_t<F&, const EffectCall&>;
+    if constexpr (std::is_void_v<R>) {
+      return [f = std::forward<F>(fn)](const EffectCall& call) mutable {
+        f(call);
+        return nlohmann::json();
+      };
+    } else {
+      return [f = std::forward<F>(fn)](const EffectCall& call) mutable {
+        return nlohmann::json(f(call));
+      };
+    }
+  }
 };
 
 }  // namespace trellis::agent

@@ -6,10 +6,12 @@
 /// The database is in WAL mode with `synchronous` as configured (FULL by default: a commit
 /// that returned survives a power cut) and a busy timeout, so several processes can share it.
 /// Tables: `trellis_schema` (one row: the schema version; a newer version, or tables of these
-/// names without it, are refused with store_error), `runs` (one row per run: its newest seq,
-/// status and time), `checkpoints` (the chain records: a full checkpoint every
-/// `snapshot_every` rows, the members that changed in between, as in FileStore), `events`
-/// and `leases`.
+/// names without it, are refused with store_error; an older one is upgraded in place when
+/// opened), `runs` (one row per run: its newest seq, status and time), `checkpoints` (the
+/// chain records: a full checkpoint every `snapshot_every` rows, the members that changed in
+/// between, as in FileStore), `effects` (one row per effect key of a run: the newest
+/// EffectRecord as JSON and the position of the key's first put, which orders `effects`;
+/// kept by keep_last retention, deleted with the run), `events` and `leases`.
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
 /// is not `expected_seq`, and nothing is written), insert the checkpoint, update the run,
@@ -17,6 +19,10 @@
 /// second owner gets run_busy until the holder releases it (RAII) or it expires (`lease_ttl`
 /// after it was taken or last renewed by a commit, so a crashed holder frees it by itself); a
 /// holder whose expired lease was taken over gets run_busy at its next commit.
+///
+/// `put_effect` is one transaction too (BEGIN IMMEDIATE, find the run, insert or replace the
+/// key's row, COMMIT) at the configured `synchronous` level: with FULL it is durable when it
+/// returns, as a commit is.
 ///
 /// Events are inserted with synchronous=OFF: they become durable with the next checkpoint
 /// commit, never costing an fsync of their own (they are observability, not state).
@@ -57,11 +63,13 @@ struct SqliteStoreOptions {
 
 class SqliteStore final : public Store {
  public:
-  /// The schema version this build writes and reads.
-  static constexpr int schema_version = 1;
+  /// The schema version this build writes and reads (1: before effect records; such a
+  /// database is upgraded in place when opened).
+  static constexpr int schema_version = 2;
 
-  /// Opens (creating it if needed) the database at `path`. Throws store_error when it cannot
-  /// be opened, is not a SQLite database, holds a newer schema or foreign tables.
+  /// Opens (creating it if needed, upgrading an older schema) the database at `path`. Throws
+  /// store_error when it cannot be opened, is not a SQLite database, holds a newer schema or
+  /// foreign tables.
   explicit SqliteStore(std::filesystem::path path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
@@ -74,6 +82,9 @@ class SqliteStore final : public Store {
   std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
   Lease lease(std::string_view run_id, std::string_view owner) override;
+  void put_effect(const EffectRecord& record) override;
+  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> effects(std::string_view run_id) override;
   void append_event(std::string_view run_id, const nlohmann::json& event) override;
   std::vector<nlohmann::json> events(std::string_view run_id) override;
   void apply_retention(const Retention& retention) override;

@@ -11,6 +11,10 @@
 /// - `lease` makes one worker the run's owner while it advances it; a second worker (thread
 ///   or process) gets run_busy. A lease ends with its holder (RAII) or, for a crashed
 ///   process, when its time-to-live runs out (FileStore: when the process dies).
+/// - Effects: each side effect's record (started, then its receipt) is committed durably on its
+///   own by `put_effect`, before and right after the call (see effect.hpp); a later record of
+///   the same key replaces the earlier one. They belong to the run: listed by `effects` in
+///   the order they first started, kept by keep_last retention, deleted with the run.
 /// - Events: an append-only JSONL log per run (observability: written after the commit, not
 ///   part of it).
 /// Run ids are validated by `check_run_id` in every store.
@@ -26,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/effect.hpp"
 
 namespace trellis::agent {
 
@@ -62,6 +67,13 @@ class Store {
   virtual std::vector<std::string> runs() = 0;
   /// Takes the run's lease for `owner` (a free text for messages); run_busy if held.
   virtual Lease lease(std::string_view run_id, std::string_view owner) = 0;
+  /// Commits effect record `record` of run `record.run_id` (inserting it, or replacing the
+  /// record of the same key) durably before returning; unknown_run if the run does not exist.
+  virtual void put_effect(const EffectRecord& record) = 0;
+  /// The record of effect `key` of the run, if any.
+  virtual std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) = 0;
+  /// Every effect record of the run, in the order their effects first started.
+  virtual std::vector<EffectRecord> effects(std::string_view run_id) = 0;
   virtual void append_event(std::string_view run_id, const nlohmann::json& event) = 0;
   virtual std::vector<nlohmann::json> events(std::string_view run_id) = 0;
   virtual void apply_retention(const Retention& retention) = 0;

@@ -31,13 +31,23 @@ enum class FailpointAction : std::uint8_t {
 };
 
 /// Every failpoint name, in protocol order.
-inline constexpr std::array<std::string_view, 6> failpoint_names = {
+/// The agent layer's run boundaries are named here too (one registry, one environment
+/// variable); they are plain names, so this layer knows nothing of the agent's types.
+inline constexpr std::array<std::string_view, 14> failpoint_names = {
     "sidecar.after_temp_write",  // temp file written, not yet fsync'd
     "sidecar.after_temp_fsync",  // temp file durable, not yet renamed
     "sidecar.after_rename",      // target replaced, directory not yet fsync'd
     "sidecar.before_dir_fsync",  // directory opened, about to be fsync'd
     "journal.mid_append",        // half of a journal line written (a torn line)
     "journal.after_append",      // journal line written and fdatasync'd, append not returned
+    "effect.before_started",     // an effect is about to commit its started record
+    "effect.after_started",      // started record committed, the call not yet made
+    "effect.after_call",         // the call returned, its receipt not yet committed
+    "effect.after_receipt",      // receipt committed, the step not yet committed
+    "step.after_commit",         // a step's checkpoint committed, the next step not begun
+    "approval.waiting",          // the run's pause committed: it waits for a decision
+    "resume.started",            // a resume read the run and holds its lease, no step run yet
+    "compensation.after_call",   // a compensation returned, its receipt not yet committed
 };
 
 /// Arms `name` in this process (replacing its previous arming); fires from the `from_hit`-th

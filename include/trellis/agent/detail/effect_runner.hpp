@@ -1,0 +1,81 @@
+#pragma once
+/// @file
+/// Internal: the effect protocol of effect.hpp for one run call (keys, records, replay,
+/// policies, compensations). The graph's run loop owns one; RunContext::effect calls it.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/clock.hpp"
+#include "trellis/agent/effect.hpp"
+#include "trellis/agent/store.hpp"
+
+namespace trellis::agent::detail {
+
+/// What EffectRunner::compensate did.
+struct CompensationReport {
+  std::size_t due = 0;            ///< compensations that were owed (run or not)
+  std::vector<std::string> left;  ///< still owed, as "name (key)": no function, or transient
+};
+
+class EffectRunner {
+ public:
+  /// Logs one event of the run (kind, detail) the way the graph logs its own.
+  using Emit = std::function<void(const char* kind, nlohmann::json detail)>;
+  /// The compensation declared on the graph for an effect name (nullptr: none).
+  using FindCompensation = std::function<const CompensateFn*(std::string_view name)>;
+
+  EffectRunner(Store& store, std::string run_id, Clock& clock, Emit emit, FindCompensation declared)
+      : store_(store),
+        run_id_(std::move(run_id)),
+        clock_(clock),
+        emit_(std::move(emit)),
+        declared_(std::move(declared)) {}
+
+  /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet.
+  void begin(std::string node, std::uint64_t step);
+
+  /// One effect (effect.hpp): replays its receipt, or commits started, calls, commits the
+  /// receipt. Throws effect_failed, transient_error or reconciliation_required as described.
+  nlohmann::json run(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                     const EffectFn& fn, CompensateFn compensate);
+
+  /// The keys of the effects of the current attempt, in call order (for its checkpoint).
+  std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
+
+  /// Set once an at_most_once effect of the current attempt needs reconciliation: the
+  /// attempt fails whatever the node does with the exception.
+  const std::optional<reconciliation_required>& reconciliation() const noexcept {
+    return reconciliation_;
+  }
+
+  /// The run failed: runs every compensation that is due (a succeeded effect declared with
+  /// one and not yet compensated), newest effect first. Returns the effects left
+  /// uncompensated (no function for them in this process, or a transient failure).
+  CompensationReport compensate();
+
+ private:
+  std::string now() const;
+
+  Store& store_;
+  std::string run_id_;
+  Clock& clock_;
+  Emit emit_;
+  FindCompensation declared_;
+  std::string node_;
+  std::uint64_t step_ = 0;
+  std::uint32_t next_ordinal_ = 0;
+  std::vector<std::string> keys_;
+  std::optional<reconciliation_required> reconciliation_;
+  std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
+};
+
+}  // namespace trellis::agent::detail

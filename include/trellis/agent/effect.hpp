@@ -1,0 +1,149 @@
+#pragma once
+/// @file
+/// Side effects of a run that happen once: `RunContext::effect` (run_context.hpp) wraps a call
+/// to an external system (charge a card, send a mail) so that a crash and a replay neither
+/// repeat it nor lose its result.
+///
+/// ```cpp
+/// json r = ctx.effect("charge_card", {{"amount", 120}, {"card", "...4242"}},
+///                     trellis::agent::EffectPolicy::at_most_once,
+///                     [&](const trellis::agent::EffectCall& call) {  // call.key: idempotency key
+///                       return payments.charge(120, call.key);
+///                     });
+/// ```
+///
+/// The protocol, per effect:
+/// 1. Its idempotency key is SHA-256 (OpenSSL) of the run id, node, step, the effect's ordinal
+///    within the step, its name and the canonical JSON of its arguments: the same effect in the
+///    same place of a run always gets the same key; two effects of one step never share one.
+/// 2. A stored receipt short-circuits the call: the stored result is returned, a stored error
+///    is thrown again (as effect_failed). A transient error's receipt is not final: the retry
+///    re-issues the call with the same key.
+/// 3. Otherwise a `started` record {key, name, arguments, policy} is committed (durably) in
+///    the run's store, the function is called with the key, and its receipt (the result, or
+///    the error) is committed right after. The step's checkpoint then lists the keys of the
+///    effects it made (Checkpoint::effects).
+/// 4. A `started` record without a receipt (a crash during the call) is handled by the policy:
+///    idempotent and at_least_once re-issue the call with the same key; at_most_once never
+///    re-runs it: the run fails with Reason::reconciliation_required, naming the key and the
+///    arguments, for a person (or a script) to check the external system.
+///
+/// Compensation: `ctx.effect(name, args, policy, fn, compensate)` also takes a function that
+/// undoes a successful effect. When the run fails after the effect succeeded, the compensation
+/// runs once per effect (newest first), as an effect of its own (its own key, derived from the
+/// effect's, and its own started record and receipt; after a crash during it, it is re-issued
+/// with the same key, so the external system can deduplicate it).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/errors.hpp"
+#include "trellis/machine/enumeration.hpp"
+
+namespace trellis::agent {
+
+/// What may happen to an effect whose call was cut off by a crash (started, no receipt).
+enum class EffectPolicy {
+  idempotent,     ///< calling it again is harmless: re-run freely
+  at_least_once,  ///< re-issued with the same key (the external system deduplicates)
+  at_most_once,   ///< never re-run automatically: the run fails with reconciliation_required
+};
+TRELLIS_ENUM(EffectPolicy, idempotent, at_least_once, at_most_once);
+
+/// What the effect's function is called with.
+struct EffectCall {
+  std::string key;      ///< the idempotency key (64 lower-case hex digits): pass it on
+  std::string name;     ///< the effect's name
+  nlohmann::json args;  ///< its arguments
+  std::string run_id;   ///< the run, node and step it belongs to
+  std::string node;
+  std::uint64_t step = 0;
+  std::uint32_t ordinal = 0;  ///< 0 for the first effect of the step, 1 for the next, ...
+  std::uint32_t issue = 1;    ///< 1 for the first call under this key, 2 when re-issued, ...
+  std::string compensates;    ///< for a compensation: the key of the effect it undoes
+};
+
+/// An effect's function: calls the external system and returns what to keep as the receipt.
+using EffectFn = std::function<nlohmann::json(const EffectCall&)>;
+/// A compensation: undoes the effect whose receipt holds `result`. `call.key` is the
+/// compensation's own key, `call.compensates` the effect's; `call.args` are the effect's.
+/// It is kept until the run call ends: capture by value (or what outlives the run).
+using CompensateFn = std::function<nlohmann::json(const EffectCall&, const nlohmann::json& result)>;
+
+/// Where an effect stands in the store.
+enum class EffectStatus {
+  started,    ///< committed before the call; no receipt yet
+  succeeded,  ///< receipt: the call returned `result`
+  failed,     ///< receipt: the call threw `error` (final: a replay throws it again)
+  transient,  ///< receipt: the call threw a transient_error (not final: retried, same key)
+};
+TRELLIS_ENUM(EffectStatus, started, succeeded, failed, transient);
+
+/// One effect of a run as stored: its started record, then its receipt (the same record,
+/// with a final status). Listed with the run's history by Store::effects.
+struct EffectRecord {
+  std::string run_id;
+  std::string key;
+  std::string name;
+  nlohmann::json args;
+  EffectPolicy policy = EffectPolicy::idempotent;
+  std::string node;
+  std::uint64_t step = 0;
+  std::uint32_t ordinal = 0;
+  EffectStatus status = EffectStatus::started;
+  nlohmann::json result;     ///< when succeeded
+  std::string error;         ///< when failed or transient
+  std::uint32_t issued = 1;  ///< calls made under this key so far
+  bool compensable = false;  ///< the effect was declared with a compensation
+  std::string compensates;   ///< a compensation's record: the key of the effect it undoes
+  std::string started_at;    ///< ISO-8601 UTC, of the newest call
+  std::string finished_at;   ///< ISO-8601 UTC, of the receipt (empty while started)
+
+  /// True once the record holds a final receipt (succeeded or failed).
+  bool final() const noexcept {
+    return status == EffectStatus::succeeded || status == EffectStatus::failed;
+  }
+  friend bool operator==(const EffectRecord&, const EffectRecord&) = default;
+};
+
+void to_json(nlohmann::json& j, const EffectRecord& r);
+void from_json(const nlohmann::json& j, EffectRecord& r);
+
+/// The idempotency key of an effect: 64 lower-case hex digits of SHA-256 over the canonical
+/// JSON array [run id, node, step, ordinal, name, args] (object members sorted, so the same
+/// arguments always hash alike however they were built).
+std::string effect_key(std::string_view run_id, std::string_view node, std::uint64_t step,
+                       std::uint32_t ordinal, std::string_view name, const nlohmann::json& args);
+
+/// The key of the compensation of the effect keyed `key`.
+std::string compensation_key(std::string_view key);
+
+/// An effect's call threw (its receipt holds the error): thrown by RunContext::effect on the
+/// first call and, from the receipt, on every replay, so a node sees the same thing either way.
+class effect_failed : public error {
+ public:
+  effect_failed(std::string key, const std::string& what) : error(what), key_(std::move(key)) {}
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+/// An at_most_once effect was started and has no receipt: it may or may not have happened, and
+/// it is never re-run automatically. The graph fails the run with
+/// Reason::reconciliation_required (a node cannot swallow it).
+class reconciliation_required : public error {
+ public:
+  reconciliation_required(std::string key, const std::string& what)
+      : error(what), key_(std::move(key)) {}
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+}  // namespace trellis::agent

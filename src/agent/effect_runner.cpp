@@ -1,0 +1,207 @@
+// The effect protocol (effect.hpp) of one run call: replay from receipts, started record and
+// receipt around each call, policies after a crash, compensations when the run fails.
+
+#include "trellis/agent/detail/effect_runner.hpp"
+
+#include <exception>
+#include <map>
+
+#include "trellis/agent/errors.hpp"
+#include "trellis/persist/failpoint.hpp"
+
+namespace trellis::agent {
+namespace detail {
+std::string now_iso8601(const Clock& clock);
+}  // namespace detail
+
+namespace detail {
+
+namespace {
+
+nlohmann::json describe(const EffectRecord& r) {
+  return {{"effect", r.name}, {"key", r.key}, {"policy", r.policy}, {"issue", r.issued}};
+}
+
+std::string failure_text(const EffectRecord& r) {
+  return "trellis: effect '" + r.name + "' (key " + r.key + ") of run '" + r.run_id +
+         "' failed: " + r.error;
+}
+
+}  // namespace
+
+std::string EffectRunner::now() const { return now_iso8601(clock_); }
+
+void EffectRunner::begin(std::string node, std::uint64_t step) {
+  node_ = std::move(node);
+  step_ = step;
+  next_ordinal_ = 0;
+  keys_.clear();
+  reconciliation_.reset();
+}
+
+nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                                 const EffectFn& fn, CompensateFn compensate) {
+  if (reconciliation_) throw *reconciliation_;  // the attempt is over: nothing more runs
+  const std::uint32_t ordinal = next_ordinal_++;
+  EffectRecord rec;
+  rec.run_id = run_id_;
+  rec.key = effect_key(run_id_, node_, step_, ordinal, name, args);
+  rec.name = std::string(name);
+  rec.args = std::move(args);
+  rec.policy = policy;
+  rec.node = node_;
+  rec.step = step_;
+  rec.ordinal = ordinal;
+  rec.compensable = static_cast<bool>(compensate) || (declared_ && declared_(name) != nullptr);
+  keys_.push_back(rec.key);
+  if (compensate) compensations_.insert_or_assign(rec.key, std::move(compensate));
+
+  if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key)) {
+    switch (stored->status) {
+      case EffectStatus::succeeded:
+        emit_("effect_replayed", describe(*stored));
+        return std::move(stored->result);
+      case EffectStatus::failed:
+        emit_("effect_replayed", describe(*stored));
+        throw effect_failed(stored->key, failure_text(*stored));
+      case EffectStatus::transient:  // not final: re-issued with the same key
+        rec.issued = stored->issued + 1;
+        break;
+      case EffectStatus::started:  // a crash cut the call off: it may or may not have happened
+        if (stored->policy == EffectPolicy::at_most_once || policy == EffectPolicy::at_most_once) {
+          reconciliation_.emplace(
+              stored->key, "trellis: effect '" + stored->name + "' (key " + stored->key +
+                               ", arguments " + stored->args.dump() + ") of run '" + run_id_ +
+                               "' was started and has no receipt: it may have happened, and "
+                               "at_most_once never re-runs it; reconcile it with the external "
+                               "system");
+          emit_("effect_reconciliation_required", describe(*stored));
+          throw *reconciliation_;
+        }
+        rec.issued = stored->issued + 1;
+        break;
+    }
+  }
+
+  trellis::failpoint("effect.before_started", run_id_);
+  rec.started_at = now();
+  store_.put_effect(rec);
+  trellis::failpoint("effect.after_started", run_id_);
+  emit_("effect_started", describe(rec));
+
+  const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
+                        rec.step, rec.ordinal, rec.issued, {}};
+  nlohmann::json result;
+  try {
+    result = fn(call);
+  } catch (const transient_error& e) {
+    rec.status = EffectStatus::transient;
+    rec.error = e.what();
+  } catch (const std::exception& e) {
+    rec.status = EffectStatus::failed;
+    rec.error = e.what();
+  } catch (...) {
+    rec.status = EffectStatus::failed;
+    rec.error = "a non-standard exception";
+  }
+  trellis::failpoint("effect.after_call", run_id_);
+  rec.finished_at = now();
+  if (rec.status == EffectStatus::started) {
+    rec.status = EffectStatus::succeeded;
+    rec.result = std::move(result);
+  }
+  store_.put_effect(rec);
+  trellis::failpoint("effect.after_receipt", run_id_);
+  nlohmann::json detail = describe(rec);
+  switch (rec.status) {
+    case EffectStatus::succeeded:
+      emit_("effect_completed", std::move(detail));
+      return std::move(rec.result);
+    case EffectStatus::transient:
+      detail["error"] = rec.error;
+      emit_("effect_failed", std::move(detail));
+      throw transient_error(failure_text(rec) + " (transient: retried with the same key)");
+    default:
+      detail["error"] = rec.error;
+      emit_("effect_failed", std::move(detail));
+      throw effect_failed(rec.key, failure_text(rec));
+  }
+}
+
+CompensationReport EffectRunner::compensate() {
+  const std::vector<EffectRecord> records = store_.effects(run_id_);
+  std::map<std::string, const EffectRecord*, std::less<>> done;  // effect key -> compensation
+  for (const EffectRecord& r : records)
+    if (!r.compensates.empty()) done[r.compensates] = &r;
+
+  CompensationReport report;
+  std::vector<std::string>& left = report.left;
+  for (auto it = records.rbegin(); it != records.rend(); ++it) {
+    const EffectRecord& effect = *it;
+    if (!effect.compensates.empty() || !effect.compensable ||
+        effect.status != EffectStatus::succeeded)
+      continue;
+    const auto previous = done.find(effect.key);
+    if (previous != done.end() && previous->second->final()) continue;
+    ++report.due;
+
+    const CompensateFn* fn = nullptr;
+    if (auto own = compensations_.find(effect.key); own != compensations_.end())
+      fn = &own->second;
+    else if (declared_)
+      fn = declared_(effect.name);
+    if (fn == nullptr || !*fn) {
+      left.push_back(effect.name + " (" + effect.key + ")");
+      emit_("compensation_pending", describe(effect));
+      continue;
+    }
+
+    EffectRecord rec;
+    rec.run_id = run_id_;
+    rec.key = compensation_key(effect.key);
+    rec.name = effect.name;
+    rec.args = effect.args;
+    rec.policy = EffectPolicy::at_least_once;
+    rec.node = effect.node;
+    rec.step = effect.step;
+    rec.ordinal = effect.ordinal;
+    rec.compensates = effect.key;
+    rec.issued = previous != done.end() ? previous->second->issued + 1 : 1;
+    rec.started_at = now();
+    store_.put_effect(rec);
+    emit_("compensation_started", describe(rec));
+
+    const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
+                          rec.step, rec.ordinal, rec.issued, effect.key};
+    try {
+      rec.result = (*fn)(call, effect.result);
+      rec.status = EffectStatus::succeeded;
+    } catch (const transient_error& e) {
+      rec.status = EffectStatus::transient;
+      rec.error = e.what();
+    } catch (const std::exception& e) {
+      rec.status = EffectStatus::failed;
+      rec.error = e.what();
+    } catch (...) {
+      rec.status = EffectStatus::failed;
+      rec.error = "a non-standard exception";
+    }
+    trellis::failpoint("compensation.after_call", run_id_);
+    rec.finished_at = now();
+    store_.put_effect(rec);
+    nlohmann::json detail = describe(rec);
+    detail["compensates"] = effect.key;
+    if (rec.status == EffectStatus::succeeded) {
+      emit_("compensation_completed", std::move(detail));
+    } else {
+      detail["error"] = rec.error;
+      emit_("compensation_failed", std::move(detail));
+      if (rec.status == EffectStatus::transient)
+        left.push_back(effect.name + " (" + effect.key + ")");
+    }
+  }
+  return report;
+}
+
+}  // namespace detail
+}  // namespace trellis::agent
