@@ -2,6 +2,7 @@
 
 #include "checkpoint_codec.hpp"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -18,6 +19,36 @@ nlohmann::json body_of(const Checkpoint& c) {
   return j;
 }
 
+// JSON's == holds 0.0 == -0.0 and 1 == 1.0; a delta must not lose either difference (the
+// restored state would differ from the one the program had), so members are compared by
+// type and, for floats, by sign too.
+bool identical(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case nlohmann::json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      for (auto it = a.begin(); it != a.end(); ++it) {
+        auto other = b.find(it.key());
+        if (other == b.end() || !identical(*it, *other)) return false;
+      }
+      return true;
+    }
+    case nlohmann::json::value_t::array: {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!identical(a[i], b[i])) return false;
+      return true;
+    }
+    case nlohmann::json::value_t::number_float: {
+      const double x = a.get<double>();
+      const double y = b.get<double>();
+      return x == y && std::signbit(x) == std::signbit(y);
+    }
+    default:
+      return a == b;
+  }
+}
+
 // Members of `now` that differ from `before` into `set`, members gone into `unset`. The
 // member "state" is skipped when `skip_state` (it is diffed one level down instead).
 void diff_members(const nlohmann::json& before, const nlohmann::json& now, bool skip_state,
@@ -25,7 +56,7 @@ void diff_members(const nlohmann::json& before, const nlohmann::json& now, bool 
   for (auto it = now.begin(); it != now.end(); ++it) {
     if (skip_state && it.key() == "state") continue;
     auto old = before.find(it.key());
-    if (old == before.end() || *old != it.value()) set[it.key()] = it.value();
+    if (old == before.end() || !identical(*old, it.value())) set[it.key()] = it.value();
   }
   for (auto it = before.begin(); it != before.end(); ++it) {
     if (skip_state && it.key() == "state") continue;

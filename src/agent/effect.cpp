@@ -2,6 +2,10 @@
 
 #include "trellis/agent/effect.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 #include "../persist/checksum.hpp"
 
 namespace trellis::agent {
@@ -14,14 +18,58 @@ std::string sha256_hex(std::string_view bytes) {
   return text.substr(text.find(':') + 1);
 }
 
+// The arguments as they are hashed: numbers in one form whatever type built them (-0.0 is 0,
+// a whole double is an integer, as in RFC 8785's number canonicalisation), so the key does not
+// depend on how a value travelled (a state restored from a store may hold 1 where the live
+// state held 1.0). NaN and infinities have no JSON form: refused.
+nlohmann::json canonical(const nlohmann::json& j, std::string_view name) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object: {
+      nlohmann::json out = nlohmann::json::object();
+      for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] = canonical(*it, name);
+      return out;
+    }
+    case nlohmann::json::value_t::array: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& e : j) out.push_back(canonical(e, name));
+      return out;
+    }
+    case nlohmann::json::value_t::number_unsigned:
+      if (j.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX))
+        return static_cast<std::int64_t>(j.get<std::uint64_t>());
+      return j;
+    case nlohmann::json::value_t::number_float: {
+      const double d = j.get<double>();
+      if (!std::isfinite(d))
+        throw graph_error("trellis: effect '" + std::string(name) +
+                          "' has an argument that is NaN or infinite (no JSON form, no key)");
+      // Whole values in the range where every integer is exact become integers.
+      if (d == std::trunc(d) && std::fabs(d) <= 9007199254740992.0)
+        return static_cast<std::int64_t>(d);
+      return d;
+    }
+    default:
+      return j;
+  }
+}
+
 }  // namespace
 
 std::string effect_key(std::string_view run_id, std::string_view node, std::uint64_t step,
                        std::uint32_t ordinal, std::string_view name, const nlohmann::json& args) {
   // A JSON array of the parts: each string is quoted and escaped, so no two different
   // tuples serialize alike; objects dump with their members sorted (nlohmann's std::map).
-  const nlohmann::json parts = {run_id, node, step, ordinal, name, args};
-  return sha256_hex(parts.dump());
+  const nlohmann::json parts = {run_id, node, step, ordinal, name, canonical(args, name)};
+  std::string text;
+  try {
+    text = parts.dump();
+  } catch (const nlohmann::json::type_error& e) {
+    throw graph_error("trellis: effect '" + std::string(name) +
+                      "' has an argument (or a run, node or effect name) that is not valid "
+                      "UTF-8: " +
+                      e.what());
+  }
+  return sha256_hex(text);
 }
 
 std::string compensation_key(std::string_view key) {

@@ -22,6 +22,39 @@ nlohmann::json describe(const EffectRecord& r) {
   return {{"effect", r.name}, {"key", r.key}, {"policy", r.policy}, {"issue", r.issued}};
 }
 
+// An error text as a store can hold it: bytes that are not UTF-8 (a Latin-1 body quoted by a
+// client library) become U+FFFD, so the receipt of a call that failed is never lost to them.
+std::string storable(const std::string& text) {
+  return nlohmann::json::parse(
+             nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .get<std::string>();
+}
+
+// Calls `call` and records its outcome in `rec`: the result (when a store can hold it), or the
+// error (transient or final).
+template <class Call>
+void outcome_into(EffectRecord& rec, Call&& call, const char* what) {
+  try {
+    nlohmann::json result = call();
+    (void)result.dump();  // throws for a result that is not UTF-8: no store could hold it
+    rec.status = EffectStatus::succeeded;
+    rec.result = std::move(result);
+  } catch (const nlohmann::json::type_error& e) {
+    rec.status = EffectStatus::failed;
+    rec.error = storable(std::string("the ") + what +
+                         " returned, but its result cannot be stored: " + e.what());
+  } catch (const transient_error& e) {
+    rec.status = EffectStatus::transient;
+    rec.error = storable(e.what());
+  } catch (const std::exception& e) {
+    rec.status = EffectStatus::failed;
+    rec.error = storable(e.what());
+  } catch (...) {
+    rec.status = EffectStatus::failed;
+    rec.error = "a non-standard exception";
+  }
+}
+
 std::string failure_text(const EffectRecord& r) {
   return "trellis: effect '" + r.name + "' (key " + r.key + ") of run '" + r.run_id +
          "' failed: " + r.error;
@@ -37,11 +70,14 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   next_ordinal_ = 0;
   keys_.clear();
   reconciliation_.reset();
+  broken_ = nullptr;
 }
 
 nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
                                  const EffectFn& fn, CompensateFn compensate) {
-  if (reconciliation_) throw *reconciliation_;  // the attempt is over: nothing more runs
+  // The attempt is over: nothing more runs in it.
+  rethrow_if_broken();
+  if (reconciliation_) throw *reconciliation_;
   const std::uint32_t ordinal = next_ordinal_++;
   EffectRecord rec;
   rec.run_id = run_id_;
@@ -83,35 +119,24 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     }
   }
 
-  trellis::failpoint("effect.before_started", run_id_);
   rec.started_at = now();
-  store_.put_effect(rec);
-  trellis::failpoint("effect.after_started", run_id_);
+  infrastructure([&] {
+    trellis::failpoint("effect.before_started", run_id_);
+    store_.put_effect(rec);
+    trellis::failpoint("effect.after_started", run_id_);
+  });
   emit_("effect_started", describe(rec));
 
   const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                         rec.step, rec.ordinal, rec.issued, {}};
-  nlohmann::json result;
-  try {
-    result = fn(call);
-  } catch (const transient_error& e) {
-    rec.status = EffectStatus::transient;
-    rec.error = e.what();
-  } catch (const std::exception& e) {
-    rec.status = EffectStatus::failed;
-    rec.error = e.what();
-  } catch (...) {
-    rec.status = EffectStatus::failed;
-    rec.error = "a non-standard exception";
-  }
-  trellis::failpoint("effect.after_call", run_id_);
+  outcome_into(
+      rec, [&] { return fn(call); }, "call");
   rec.finished_at = now();
-  if (rec.status == EffectStatus::started) {
-    rec.status = EffectStatus::succeeded;
-    rec.result = std::move(result);
-  }
-  store_.put_effect(rec);
-  trellis::failpoint("effect.after_receipt", run_id_);
+  infrastructure([&] {
+    trellis::failpoint("effect.after_call", run_id_);
+    store_.put_effect(rec);
+    trellis::failpoint("effect.after_receipt", run_id_);
+  });
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
     case EffectStatus::succeeded:
@@ -173,19 +198,8 @@ CompensationReport EffectRunner::compensate() {
 
     const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                           rec.step, rec.ordinal, rec.issued, effect.key};
-    try {
-      rec.result = (*fn)(call, effect.result);
-      rec.status = EffectStatus::succeeded;
-    } catch (const transient_error& e) {
-      rec.status = EffectStatus::transient;
-      rec.error = e.what();
-    } catch (const std::exception& e) {
-      rec.status = EffectStatus::failed;
-      rec.error = e.what();
-    } catch (...) {
-      rec.status = EffectStatus::failed;
-      rec.error = "a non-standard exception";
-    }
+    outcome_into(
+        rec, [&] { return (*fn)(call, effect.result); }, "compensation");
     trellis::failpoint("compensation.after_call", run_id_);
     rec.finished_at = now();
     store_.put_effect(rec);
@@ -198,6 +212,8 @@ CompensationReport EffectRunner::compensate() {
       emit_("compensation_failed", std::move(detail));
       if (rec.status == EffectStatus::transient)
         left.push_back(effect.name + " (" + effect.key + ")");
+      else
+        report.failed.push_back(effect.name + " (" + effect.key + "): " + rec.error);
     }
   }
   return report;

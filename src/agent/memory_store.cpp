@@ -97,6 +97,12 @@ void MemoryStore::put_effect(const EffectRecord& record) {
   if (it == runs_.end())
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
+  try {
+    (void)nlohmann::json(record).dump();  // refuse what the persistent stores cannot hold
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error("trellis: effect '" + record.name + "' of run '" + record.run_id +
+                      "' cannot be stored: " + e.what());
+  }
   Run& run = it->second;
   auto [at, fresh] = run.effect_index.try_emplace(record.key, run.effects.size());
   if (fresh)

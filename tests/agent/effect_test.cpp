@@ -9,10 +9,13 @@
 
 #include <trellis/agent/effect.hpp>
 #include <trellis/agent/errors.hpp>
+#include <trellis/persist/failpoint.hpp>
 
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -442,4 +445,203 @@ TEST_CASE("effect: an effect without its own compensation uses the graph's decla
   CHECK(out.detail.find("compensation pending") == std::string::npos);
   CHECK(s.h.store.effects("run-1").at(0).compensable);
   CHECK_FALSE(s.h.store.effects("run-1").at(1).compensable);
+}
+
+// --- review regressions ----------------------------------------------------------------------
+
+TEST_CASE("effect: numbers hash alike whatever form carried them; NaN and bad UTF-8 are refused") {
+  const auto key = [](json args) { return ag::effect_key("r", "n", 0, 0, "e", args); };
+  CHECK(key({{"x", 0.0}}) == key({{"x", -0.0}}));
+  CHECK(key({{"x", 1}}) == key({{"x", 1.0}}));
+  CHECK(key({{"x", 1u}}) == key({{"x", 1}}));
+  CHECK(key({{"x", 1.5}}) != key({{"x", 1}}));
+  CHECK(key({{"x", 0}}) == key({{"x", 0.0}}));
+  CHECK_THROWS_AS(key({{"x", std::nan("")}}), ag::graph_error);
+  CHECK_THROWS_AS(key({{"x", std::numeric_limits<double>::infinity()}}), ag::graph_error);
+  CHECK_THROWS_AS(key({{"x", "\xff"}}), ag::graph_error);
+}
+
+TEST_CASE("effect: the rerun of a node after its approval replays what it did before pausing") {
+  Harness h;
+  std::vector<std::string> calls;
+  h.node("gate", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effect("notify_reviewer", {{"to", "ana"}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall& c) { calls.push_back(c.key); });
+    if (!ctx.approved()) return ag::Interrupt{"approve me"};
+    ctx.effect("charge", {{"amount", 1}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall& c) { calls.push_back(c.key); });
+    return ag::Halt{};
+  });
+  h.graph.entry("gate");
+  REQUIRE(h.run().interrupted());
+  REQUIRE(h.resume("run-1", ag::Approve{"ana"}).succeeded());
+  REQUIRE(calls.size() == 2);  // notify once (replayed in the rerun), then charge
+  CHECK(calls[0] == ag::effect_key("run-1", "gate", 0, 0, "notify_reviewer", {{"to", "ana"}}));
+  CHECK(calls[1] == ag::effect_key("run-1", "gate", 0, 1, "charge", {{"amount", 1}}));
+  CHECK(kinds_of(h.store, "effect_replayed").size() == 1);
+}
+
+TEST_CASE("effect: a retry after an approval keeps the decision and the keys") {
+  Harness h;
+  std::vector<std::string> calls;
+  int fail = 1;
+  h.node("gate", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    if (!ctx.approved()) return ag::Interrupt{"approve me"};
+    ctx.effect("charge", {{"amount", 1}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall& c) { calls.push_back(c.key); });
+    if (fail-- > 0) throw ag::transient_error("503 from the next call");
+    return ag::Halt{};
+  });
+  h.graph.entry("gate").retry({.attempts = 3});
+  REQUIRE(h.run().interrupted());
+  const auto out = h.resume("run-1", ag::Approve{"ana"});
+  CHECK(out.succeeded());    // the retry still had the approval
+  CHECK(calls.size() == 1);  // and replayed the charge's receipt
+}
+
+namespace {
+/// A MemoryStore whose Nth put_effect throws store_error (a disk hiccup).
+class FlakyStore final : public ag::Store {
+ public:
+  FlakyStore(ag::Store& inner, int fail_put) : inner_(inner), fail_put_(fail_put) {}
+  void create(const ag::Checkpoint& c) override { inner_.create(c); }
+  void commit(const ag::Checkpoint& c, std::uint64_t s) override { inner_.commit(c, s); }
+  std::optional<ag::Checkpoint> latest(std::string_view id) override { return inner_.latest(id); }
+  std::optional<ag::Checkpoint> checkpoint(std::string_view id, std::uint64_t s) override {
+    return inner_.checkpoint(id, s);
+  }
+  std::vector<ag::Checkpoint> history(std::string_view id) override { return inner_.history(id); }
+  std::vector<std::string> runs() override { return inner_.runs(); }
+  ag::Lease lease(std::string_view id, std::string_view o) override { return inner_.lease(id, o); }
+  void append_event(std::string_view id, const json& e) override { inner_.append_event(id, e); }
+  std::vector<json> events(std::string_view id) override { return inner_.events(id); }
+  void apply_retention(const ag::Retention& r) override { inner_.apply_retention(r); }
+  void put_effect(const ag::EffectRecord& r) override {
+    if (puts_++ == fail_put_) throw ag::store_error("disk hiccup");
+    inner_.put_effect(r);
+  }
+  std::optional<ag::EffectRecord> effect(std::string_view id, std::string_view k) override {
+    return inner_.effect(id, k);
+  }
+  std::vector<ag::EffectRecord> effects(std::string_view id) override { return inner_.effects(id); }
+
+ private:
+  ag::Store& inner_;
+  int fail_put_;
+  int puts_ = 0;
+};
+}  // namespace
+
+TEST_CASE("effect: a lost receipt stops the run at its last checkpoint, whatever the node does") {
+  Harness h;
+  Payments pay;
+  int refunded = 0;
+  FlakyStore flaky(h.store, 1);  // the receipt's put fails
+  h.node("charge", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+     try {
+       ctx.effect(
+           "charge_card", {{"amount", 120}}, EffectPolicy::at_least_once,
+           [&](const ag::EffectCall& c) { return pay.charge(120, c.key); },
+           [&](const ag::EffectCall&, const json&) {
+             ++refunded;
+             return json();
+           });
+     } catch (const std::exception&) {  // a careless catch-all
+     }
+     return ag::Goto{"done"};
+   }).node("done", halt());
+  h.graph.entry("charge");
+  auto o = h.options();
+  CHECK_THROWS_AS(h.graph.run("run-1", Doc{}, flaky, o), ag::store_error);
+  CHECK(h.latest().step == 0);  // the step did not commit past the missing receipt
+  CHECK(h.calls["done"] == 0);
+  // Resume applies the policy: at_least_once re-issues the call under the same key.
+  REQUIRE(h.resume().succeeded());
+  REQUIRE(pay.calls.size() == 2);
+  CHECK(pay.calls[0] == pay.calls[1]);
+  CHECK(refunded == 0);
+}
+
+TEST_CASE("effect: an injected I/O error at an effect boundary is infrastructure, not a failure") {
+  for (const char* point : {"effect.before_started", "effect.after_started", "effect.after_call",
+                            "effect.after_receipt"}) {
+    CAPTURE(point);
+    Harness h;
+    Payments pay;
+    h.node("charge", charge_then(pay, EffectPolicy::at_least_once, "done")).node("done", halt());
+    h.graph.entry("charge");
+    {
+      trellis::ScopedFailpoint fp(point, trellis::FailpointAction::error);
+      CHECK_THROWS_AS(h.run(), trellis::persist_error);
+    }
+    CHECK_FALSE(ag::terminal(h.latest().status));
+    const auto out = h.resume();
+    CHECK(out.succeeded());
+    // Only a call cut off after it was made is made again (at_least_once, same key).
+    CHECK(pay.calls.size() == (std::string_view(point) == "effect.after_call" ? 2U : 1U));
+  }
+}
+
+TEST_CASE("effect: an error text or a result that is not UTF-8 still leaves a receipt") {
+  Harness h;
+  int calls = 0;
+  h.node("a", [&](Doc& d, ag::RunContext& ctx) -> ag::NextStep {
+    try {
+      ctx.effect("charge", {{"amount", 1}}, EffectPolicy::at_most_once,
+                 [&](const ag::EffectCall&) -> json {
+                   ++calls;
+                   throw std::runtime_error("gateway said: d\xe9\x63lin\xe9");  // Latin-1
+                 });
+    } catch (const ag::effect_failed& e) {
+      d.text = e.what();
+    }
+    json r = ctx.effect("fetch", nullptr, EffectPolicy::idempotent,
+                        [&](const ag::EffectCall&) { return json("\xff\xfe"); });
+    return ag::Halt{};
+  });
+  h.graph.entry("a");
+  const auto out = h.run();  // the second effect's result cannot be stored: it failed
+  CHECK(out.reason == Reason::node_error);
+  CHECK(out.detail.find("cannot be stored") != std::string::npos);
+  const auto records = h.store.effects("run-1");
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].status == EffectStatus::failed);
+  CHECK(records[0].error.find("gateway said: d\xef\xbf\xbd") != std::string::npos);  // U+FFFD
+  CHECK(records[1].status == EffectStatus::failed);
+  CHECK(records[1].error.find("cannot be stored") != std::string::npos);
+  CHECK(calls == 1);
+}
+
+TEST_CASE("effect: a fork starts without the source run's effect keys") {
+  Harness h;
+  h.node("a", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+     ctx.effect("e", nullptr, EffectPolicy::idempotent, [](const ag::EffectCall&) {});
+     return ag::Goto{"b"};
+   }).node("b", halt());
+  h.graph.entry("a");
+  REQUIRE(h.run().succeeded());
+  h.graph.fork("run-1", 1, "run-2", h.store);
+  CHECK(h.store.effects("run-2").empty());
+  CHECK(h.latest("run-2").effects.empty());
+}
+
+TEST_CASE("effect: a compensation that fails for good is named in the outcome") {
+  Harness h;
+  Payments pay;
+  h.node("charge", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+     ctx.effect(
+         "charge_card", {{"amount", 120}}, EffectPolicy::at_most_once,
+         [&](const ag::EffectCall& c) { return pay.charge(120, c.key); },
+         [](const ag::EffectCall&, const json&) -> json {
+           throw std::runtime_error("refund window closed");
+         });
+     return ag::Goto{"ship"};
+   }).node("ship", [](Doc&, ag::RunContext&) -> ag::NextStep {
+    throw std::runtime_error("warehouse on fire");
+  });
+  h.graph.entry("charge");
+  const auto out = h.run();
+  CHECK(out.failed());
+  CHECK(out.detail.find("compensation failed: charge_card") != std::string::npos);
+  CHECK(out.detail.find("refund window closed") != std::string::npos);
 }

@@ -28,6 +28,27 @@
 ///    re-runs it: the run fails with Reason::reconciliation_required, naming the key and the
 ///    arguments, for a person (or a script) to check the external system.
 ///
+/// 5. A store failure around a call (the started record or the receipt cannot be committed)
+///    is infrastructure, not the node's failure: the attempt does not commit, whatever the node
+///    does with the exception, and run()/resume() throw it; a later resume applies step 4.
+///
+/// What to know when writing one:
+/// - Throw transient_error only when the external system says the call did not happen (a 503
+///   before processing, a refused connection): its receipt is re-issued even for at_most_once.
+///   A timeout whose outcome is unknown is not transient.
+/// - Arguments are hashed in a canonical form: -0.0 is 0 and a whole double is an integer
+///   (RFC 8785's number rule), so a state restored from a store hashes as the live one did.
+///   NaN, infinities and text that is not UTF-8 have no key (graph_error).
+/// - A result that no store could hold (not UTF-8) turns the receipt into a failure that says
+///   so; an error text that is not UTF-8 is stored with U+FFFD in place of the bad bytes.
+/// - The rerun of a node after its pause (an Interrupt without `then`) keys its effects by
+///   the step it paused at: what it did before pausing replays, what follows the approval
+///   check runs. Each later pause of the same node starts a new step.
+/// - Keys are unique per run id: reusing a run id after retention deleted the run repeats its
+///   keys (an external system would deduplicate the new call against the old one).
+/// - Effects of one node are called from the node's thread, one after another (the ordinal is
+///   the call order).
+///
 /// Compensation: `ctx.effect(name, args, policy, fn, compensate)` also takes a function that
 /// undoes a successful effect. When the run fails after the effect succeeded, the compensation
 /// runs once per effect (newest first), as an effect of its own (its own key, derived from the

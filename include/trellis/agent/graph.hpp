@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -249,6 +250,7 @@ class Graph {
     Checkpoint first = *cp;
     first.run_id = new_id;
     first.seq = 0;
+    first.effects.clear();         // the source run's records: the fork has none of its own yet
     if (terminal(first.status)) {  // a finished run's last checkpoint forks as a fresh start
       first.status = RunStatus::Queued;
       first.reason = Reason::none;
@@ -403,9 +405,13 @@ class Graph {
         const NodeInfo info{name, node.required_mode()};
         const PermissionMode mode =
             options_.mode != nullptr ? options_.mode->get() : PermissionMode::Default;
-        effects_.begin(name, cp_.step);
-        RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop,
-                       std::exchange(decision, std::nullopt), clock_, &effects_);
+        // The rerun of a node that interrupted keys its effects by the step it paused at, so
+        // what it did before pausing replays (resume_node is kept until the next step).
+        const bool rerun = !cp_.resume_node.empty() && cp_.resume_node == name && cp_.step > 0;
+        effects_.begin(name, rerun ? cp_.step - 1 : cp_.step);
+        // The decision holds for every attempt of this step (a retry keeps it), not later ones.
+        RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop, decision,
+                       clock_, &effects_);
         emit("step_started", name, 0.0);
         const auto t0 = std::chrono::steady_clock::now();
 
@@ -423,25 +429,32 @@ class Graph {
           }
         }
         if (!next) {
+          std::exception_ptr thrown;
           try {
             next = node.run(work, ctx);
-          } catch (const reconciliation_required& e) {
-            return fail(Reason::reconciliation_required, e.what());
-          } catch (const transient_error& e) {
-            if (effects_.reconciliation())
-              return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
-            if (auto out = retry_later(name, e.what())) return *out;
-            continue;
-          } catch (const store_error&) {
-            throw;  // infrastructure: the run is not failed, it stops at its last checkpoint
-          } catch (const std::exception& e) {
-            if (effects_.reconciliation())
-              return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
-            return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
+          } catch (...) {
+            thrown = std::current_exception();
           }
-          // A node cannot swallow a reconciliation: the effect may have happened.
+          // What an effect ran into wins over what the node made of it (it may have caught
+          // it): a store failure stops the run at its last checkpoint (resume applies the
+          // policies), a cut-off at_most_once effect fails it.
+          effects_.rethrow_if_broken();
           if (effects_.reconciliation())
             return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
+          if (thrown) {
+            try {
+              std::rethrow_exception(thrown);
+            } catch (const transient_error& e) {
+              if (auto out = retry_later(name, e.what())) return *out;
+              continue;
+            } catch (const store_error&) {
+              throw;  // infrastructure: the run is not failed, it stops at its last checkpoint
+            } catch (const persist_error&) {
+              throw;
+            } catch (const std::exception& e) {
+              return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
+            }
+          }
         }
         for (const auto& hook : g_.hooks_) next = hook->after(info, work, std::move(*next), ctx);
         const double ms =
@@ -461,13 +474,16 @@ class Graph {
           c.step = cp_.step + 1;
           c.attempt = 0;
           c.state = nlohmann::json(state_);
+          c.resume_node.clear();
           commit(std::move(c));
+          decision.reset();
           emit("step_completed", name, ms, {{"next", go->node}});
         } else if (std::holds_alternative<Halt>(*next)) {
           change(RunEvent::Succeed);
           Checkpoint c = base();
           c.status = RunStatus::Succeeded;
           c.next_node.clear();
+          c.resume_node.clear();
           c.step = cp_.step + 1;
           c.attempt = 0;
           c.state = nlohmann::json(state_);
@@ -555,12 +571,14 @@ class Graph {
 
     Outcome<S> outcome(const detail::CompensationReport& report) const {
       Outcome<S> out = outcome();
-      if (!report.left.empty()) {
+      const auto add = [&out](const char* what, const std::vector<std::string>& items) {
+        if (items.empty()) return;
         std::string list;
-        for (const std::string& e : report.left) list += (list.empty() ? "" : ", ") + e;
-        out.detail +=
-            (out.detail.empty() ? "" : "; ") + std::string("compensation pending: ") + list;
-      }
+        for (const std::string& e : items) list += (list.empty() ? "" : ", ") + e;
+        out.detail += (out.detail.empty() ? "" : "; ") + std::string(what) + list;
+      };
+      add("compensation pending: ", report.left);
+      add("compensation failed: ", report.failed);
       return out;
     }
 

@@ -4,6 +4,7 @@
 /// policies, compensations). The graph's run loop owns one; RunContext::effect calls it.
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -22,8 +23,9 @@ namespace trellis::agent::detail {
 
 /// What EffectRunner::compensate did.
 struct CompensationReport {
-  std::size_t due = 0;            ///< compensations that were owed (run or not)
-  std::vector<std::string> left;  ///< still owed, as "name (key)": no function, or transient
+  std::size_t due = 0;              ///< compensations that were owed (run or not)
+  std::vector<std::string> left;    ///< still owed, as "name (key)": no function, or transient
+  std::vector<std::string> failed;  ///< failed for good, as "name (key): error"
 };
 
 class EffectRunner {
@@ -40,7 +42,9 @@ class EffectRunner {
         emit_(std::move(emit)),
         declared_(std::move(declared)) {}
 
-  /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet.
+  /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet. (The
+  /// rerun of a node that interrupted passes the step it interrupted at, so the effects it
+  /// made before pausing replay instead of running again under new keys.)
   void begin(std::string node, std::uint64_t step);
 
   /// One effect (effect.hpp): replays its receipt, or commits started, calls, commits the
@@ -57,6 +61,13 @@ class EffectRunner {
     return reconciliation_;
   }
 
+  /// Rethrows the infrastructure failure (the store, or an injected failpoint error) that cut
+  /// off an effect of the current attempt, if any: the attempt must not commit, whatever the
+  /// node did with the exception (its effect may have happened and has no receipt).
+  void rethrow_if_broken() const {
+    if (broken_) std::rethrow_exception(broken_);
+  }
+
   /// The run failed: runs every compensation that is due (a succeeded effect declared with
   /// one and not yet compensated), newest effect first. Returns the effects left
   /// uncompensated (no function for them in this process, or a transient failure).
@@ -64,6 +75,16 @@ class EffectRunner {
 
  private:
   std::string now() const;
+  /// Calls `f` (a store write or a failpoint); an exception marks the attempt broken.
+  template <class F>
+  void infrastructure(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      broken_ = std::current_exception();
+      throw;
+    }
+  }
 
   Store& store_;
   std::string run_id_;
@@ -75,6 +96,7 @@ class EffectRunner {
   std::uint32_t next_ordinal_ = 0;
   std::vector<std::string> keys_;
   std::optional<reconciliation_required> reconciliation_;
+  std::exception_ptr broken_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
 };
 
