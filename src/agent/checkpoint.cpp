@@ -62,6 +62,7 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
        {"created_at", c.created_at}};
   j["interrupt"] = c.interrupt ? nlohmann::json(*c.interrupt) : nlohmann::json();
   if (!c.effects.empty()) j["effects"] = c.effects;
+  if (c.rerun_step) j["rerun_step"] = *c.rerun_step;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -84,6 +85,8 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (!i.is_null()) from_json(i, c.interrupt.emplace());
     c.effects.clear();  // absent in records written before effects existed, and when empty
     if (auto e = j.find("effects"); e != j.end()) e->get_to(c.effects);
+    c.rerun_step.reset();
+    if (auto r = j.find("rerun_step"); r != j.end()) c.rerun_step = r->get<std::uint64_t>();
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

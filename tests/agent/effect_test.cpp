@@ -645,3 +645,28 @@ TEST_CASE("effect: a compensation that fails for good is named in the outcome") 
   CHECK(out.detail.find("compensation failed: charge_card") != std::string::npos);
   CHECK(out.detail.find("refund window closed") != std::string::npos);
 }
+
+TEST_CASE("effect: a node that pauses twice still replays what it did before its first pause") {
+  Harness h;
+  std::vector<std::string> calls;
+  h.node("gate", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effect("hold_funds", {{"amount", 1}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall& c) { calls.push_back(c.key); });
+    if (!ctx.resume()) return ag::Interrupt{"need input"};
+    if (std::holds_alternative<ag::Input>(*ctx.resume())) return ag::Interrupt{"need approval"};
+    return ag::Goto{"after"};
+  });
+  h.node("after", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effect("hold_funds", {{"amount", 1}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall& c) { calls.push_back(c.key); });
+    return ag::Halt{};
+  });
+  h.graph.entry("gate");
+  REQUIRE(h.run().interrupted());
+  REQUIRE(h.resume("run-1", ag::Input{json(5)}).interrupted());
+  REQUIRE(h.resume("run-1", ag::Approve{"ana"}).succeeded());
+  REQUIRE(calls.size() == 2);  // once in gate (replayed in both reruns), once in `after`
+  CHECK(calls[0] == ag::effect_key("run-1", "gate", 0, 0, "hold_funds", {{"amount", 1}}));
+  CHECK(calls[1] != calls[0]);
+  CHECK_FALSE(h.latest().rerun_step.has_value());  // cleared by the next step
+}

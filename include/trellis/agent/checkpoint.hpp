@@ -29,6 +29,9 @@ struct Checkpoint {
   std::string fingerprint;             ///< the graph that wrote it (node names and user version)
   std::optional<Interrupt> interrupt;  ///< the pause, while WaitingApproval or after one
   std::string resume_node;  ///< the node that interrupted (it reruns when `then` is empty)
+  /// While that node reruns after its pause(s): the step its effects are keyed by (the step
+  /// of its first pause in a row), so what it did before pausing replays.
+  std::optional<std::uint64_t> rerun_step;
   Reason reason = Reason::none;
   std::string detail;
   std::string created_at;  ///< ISO-8601 UTC

@@ -405,10 +405,11 @@ class Graph {
         const NodeInfo info{name, node.required_mode()};
         const PermissionMode mode =
             options_.mode != nullptr ? options_.mode->get() : PermissionMode::Default;
-        // The rerun of a node that interrupted keys its effects by the step it paused at, so
-        // what it did before pausing replays (resume_node is kept until the next step).
+        // The rerun of a node that interrupted keys its effects by the step of its first pause
+        // in a row, so what it did before pausing replays (kept until the next step).
         const bool rerun = !cp_.resume_node.empty() && cp_.resume_node == name && cp_.step > 0;
-        effects_.begin(name, rerun ? cp_.step - 1 : cp_.step);
+        const std::uint64_t effect_step = rerun ? cp_.rerun_step.value_or(cp_.step - 1) : cp_.step;
+        effects_.begin(name, effect_step);
         // The decision holds for every attempt of this step (a retry keeps it), not later ones.
         RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop, decision,
                        clock_, &effects_);
@@ -475,6 +476,7 @@ class Graph {
           c.attempt = 0;
           c.state = nlohmann::json(state_);
           c.resume_node.clear();
+          c.rerun_step.reset();
           commit(std::move(c));
           decision.reset();
           emit("step_completed", name, ms, {{"next", go->node}});
@@ -484,6 +486,7 @@ class Graph {
           c.status = RunStatus::Succeeded;
           c.next_node.clear();
           c.resume_node.clear();
+          c.rerun_step.reset();
           c.step = cp_.step + 1;
           c.attempt = 0;
           c.state = nlohmann::json(state_);
@@ -498,6 +501,7 @@ class Graph {
           c.status = RunStatus::WaitingApproval;
           c.next_node = pause.then.empty() ? name : pause.then;
           c.resume_node = name;
+          c.rerun_step = effect_step;
           c.step = cp_.step + 1;
           c.attempt = 0;
           c.state = nlohmann::json(state_);
