@@ -1,7 +1,7 @@
 /// @file
-/// Benchmarks of the durable agent graph (issue 5, section 7), per store (MemoryStore,
-/// FileStore, SqliteStore with synchronous FULL), beside hand-written baselines in the same
-/// binary that do the same disk work with no library:
+/// Benchmarks of the durable agent graph (issue 5, section 7; effects: issue 6, section 4), per
+/// store (MemoryStore, FileStore, SqliteStore with synchronous FULL), beside hand-written
+/// baselines in the same binary that do the same disk work with no library:
 ///
 /// - `agent/loop/<store>`: one run of a 1,000-step loop graph (one node `tick` going back to
 ///   itself with a counter, Halt at 1,000); counter `time_per_step`.
@@ -19,6 +19,26 @@
 ///   over the timed runs, both ends after PRAGMA wal_checkpoint(TRUNCATE), / steps: b-tree
 ///   pages, the runs row, events and indexes included). MemoryStore keeps Checkpoint objects,
 ///   not encoded records, and the record codec is not public API: no bytes figure.
+/// - `agent/effect/<store>`: one run of a loop graph whose one node makes one effect per step
+///   (`ctx.effect`, at_most_once: its started record and its receipt, two durable commits) and
+///   goes back to itself (1,000 steps on MemoryStore, 200 on the disk stores); counters
+///   `time_per_effect` (time inside the ctx.effect call, bracketed in the node: thread CPU time
+///   for MemoryStore, steady wall-clock for the disk stores) and `time_per_step` (effect
+///   included). Registered right after `agent/loop/<store>`, whose `time_per_step` is the bare
+///   step commit the effect is compared with.
+/// - `agent/effect_replay/<store>/<N>`: a replayed effect (receipt hit). One node makes N
+///   effects in one step and throws a transient error; the retry (same step, same keys, no
+///   backoff) gets all N results from their receipts. Only those N replayed calls are timed
+///   (manual time, the node's clock as above); counter `time_per_effect`. N = 1, 10, 100 on
+///   MemoryStore, 10 on the disk stores.
+/// - `effect_parts/...` (MemoryStore, CPU time): a replay's parts alone, to see where its time
+///   goes: `effect_key`, its canonical JSON alone (`key_json`), SHA-256 through one-shot
+///   EVP_Digest (`sha256`) and through a reused context (`sha256_reused`), the receipt lookup
+///   (`store_lookup/MemoryStore`), and the effect_replayed event as the graph emits it
+///   (`event/MemoryStore`: detail JSON, timestamp, record JSON, store log, bus) and its parts
+///   (`event/timestamp`, `event/json`, `event/append/MemoryStore`, `event/bus`).
+/// - `baseline/receipt_hit`: the floor of a replay by hand: the same key bytes, SHA-256, hex,
+///   a std::unordered_map lookup and a copy of the stored result.
 /// - `baseline/sqlite_upsert_commit`: BEGIN IMMEDIATE, one upsert of one row holding a
 ///   checkpoint of the loop graph as JSON (the same text the store is given), COMMIT, on a
 ///   WAL database with synchronous FULL, hand-written with the sqlite3 C API.
@@ -38,8 +58,10 @@
 
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "bench_support.hpp"
 
@@ -50,8 +72,10 @@
 #include <trellis/agent/sqlite_store.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +89,8 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -393,6 +419,374 @@ void hitl_case(benchmark::State& st, Kind k) {
   st.counters["time_per_round_trip"] = time_per(1);
 }
 
+// ---------------------------------------------------------------- effects (issue 6, section 4)
+
+constexpr long kEffectSteps = 1000;               // MemoryStore: steps (one effect each) per run
+constexpr long kEffectIoSteps = 200;              // disk stores: 600 durable commits per run
+constexpr std::int64_t kReplayIoIterations = 20;  // disk stores: runs whose receipts are replayed
+
+struct PayState {
+  long i = 0;
+  long limit = 0;
+  std::string last;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PayState, i, limit, last)
+
+/// Time spent inside ctx.effect calls (the node brackets them), on the clock the case is timed
+/// by: the thread's CPU time for MemoryStore (as its benchmark time), steady wall-clock time for
+/// the disk stores (their work is waiting on fsync).
+struct EffectTimer {
+  bool cpu = false;
+  double seconds = 0;
+  std::int64_t calls = 0;
+
+  explicit EffectTimer(Kind k) : cpu(k == Kind::memory) {}
+  std::int64_t now_ns() const {
+    if (cpu) {
+      timespec ts{};
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    }
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void add(std::int64_t since_ns, std::int64_t n) {
+    seconds += static_cast<double>(now_ns() - since_ns) * 1e-9;
+    calls += n;
+  }
+};
+
+/// The effect both cases make: a refund-like call, its arguments and a small result.
+nlohmann::json pay_args(long i) { return {{"order", "o-1"}, {"cents", 2500 + i}}; }
+nlohmann::json pay(const ag::EffectCall& call) {
+  return nlohmann::json{{"refund_id", call.key.substr(0, 8)}};
+}
+
+/// One effect per step (at_most_once, so two durable commits), then back to itself until limit.
+struct PayOnce final : ag::Node<PayState> {
+  EffectTimer& timer;
+  explicit PayOnce(EffectTimer& t) : timer(t) {}
+  std::string_view name() const override { return "pay"; }
+  ag::NextStep run(PayState& s, ag::RunContext& ctx) override {
+    const std::int64_t t0 = timer.now_ns();
+    nlohmann::json r = ctx.effect("refund", pay_args(s.i), ag::EffectPolicy::at_most_once, pay);
+    timer.add(t0, 1);
+    s.last = r.at("refund_id").get<std::string>();
+    s.i += 1;
+    if (s.i < s.limit) return ag::Goto{"pay"};
+    return ag::Halt{};
+  }
+};
+
+/// `limit` effects in one step. The first try makes them (receipts stored), then throws a
+/// transient error; the retry (same step, so the same keys) gets every result from its
+/// receipt, and the node times those replayed calls alone.
+struct PayMany final : ag::Node<PayState> {
+  EffectTimer& timer;
+  bool replayed_ok = true;
+  explicit PayMany(EffectTimer& t) : timer(t) {}
+  std::string_view name() const override { return "pay"; }
+  ag::NextStep run(PayState& s, ag::RunContext& ctx) override {
+    if (ctx.attempt() == 0) {
+      for (long i = 0; i < s.limit; ++i)
+        ctx.effect("refund", pay_args(i), ag::EffectPolicy::at_most_once, pay);
+      throw ag::transient_error("bench: retry to replay the receipts");
+    }
+    std::vector<nlohmann::json> args;  // built before the clock starts
+    args.reserve(static_cast<std::size_t>(s.limit));
+    for (long i = 0; i < s.limit; ++i) args.push_back(pay_args(i));
+    std::int64_t called = 0;
+    auto counting = [&called](const ag::EffectCall& c) {
+      ++called;
+      return pay(c);
+    };
+    std::vector<nlohmann::json> results(static_cast<std::size_t>(s.limit));
+    const std::int64_t t0 = timer.now_ns();
+    for (long i = 0; i < s.limit; ++i)
+      results[static_cast<std::size_t>(i)] =
+          ctx.effect("refund", std::move(args[static_cast<std::size_t>(i)]),
+                     ag::EffectPolicy::at_most_once, counting);
+    timer.add(t0, s.limit);
+    replayed_ok = called == 0 && results.back().contains("refund_id") && replayed_ok;
+    s.last = results.back().at("refund_id").get<std::string>();
+    s.i = s.limit;
+    return ag::Halt{};
+  }
+};
+
+/// One retry, at once: the replay of PayMany's receipts.
+const ag::RetryPolicy kReplayRetry{.attempts = 2,
+                                   .initial_backoff = std::chrono::milliseconds(0),
+                                   .multiplier = 1,
+                                   .max_backoff = std::chrono::milliseconds(0),
+                                   .jitter = 0};
+
+/// One ctx.effect that runs, per step: its started record and its receipt, two durable commits
+/// (timed in the node), beside the step's own checkpoint commit. Counters: time_per_step (the
+/// benchmark's time per step, effect included) and time_per_effect (the time inside the
+/// ctx.effect call, on the EffectTimer's clock).
+void effect_case(benchmark::State& st, Kind k) {
+  const long steps = k == Kind::memory ? kEffectSteps : kEffectIoSteps;
+  EffectTimer timer(k);
+  ag::Graph<PayState> g;
+  g.add<PayOnce>(timer).entry("pay").max_steps(static_cast<std::uint64_t>(steps));
+  std::unique_ptr<ag::Store> store = make_store(k);
+  const PayState initial{0, steps, {}};
+  std::string run_id;
+  bool ok = true;
+  std::int64_t runs = 0;
+  for (auto _ : st) {
+    maybe_reset(st, k, store, runs, 1);
+    run_id = fresh_run_id();
+    ag::Outcome<PayState> out = g.run(run_id, initial, *store);
+    ok = out.succeeded() && out.steps == static_cast<std::uint64_t>(steps) && ok;
+    benchmark::DoNotOptimize(out);
+  }
+  if (!check(st, ok, "an effect run did not succeed")) return;
+  if (!check(st,
+             stored_run_ok(*store, run_id, static_cast<std::uint64_t>(steps),
+                           static_cast<std::size_t>(steps) + 1),
+             "the store's newest checkpoint or history is wrong"))
+    return;
+  const std::vector<ag::EffectRecord> effects = store->effects(run_id);
+  const bool receipts_ok =
+      effects.size() == static_cast<std::size_t>(steps) &&
+      std::all_of(effects.begin(), effects.end(),
+                  [](const ag::EffectRecord& r) {
+                    return r.status == ag::EffectStatus::succeeded && r.issued == 1 &&
+                           r.result.contains("refund_id");
+                  }) &&
+      // Each step's checkpoint lists the key of its one effect.
+      store->checkpoint(run_id, 1)->effects == std::vector<std::string>{effects.front().key} &&
+      store->latest(run_id)->effects == std::vector<std::string>{effects.back().key};
+  if (!check(st, receipts_ok, "the run's effect records are wrong")) return;
+  st.counters["time_per_step"] = time_per(static_cast<double>(steps));
+  st.counters["time_per_effect"] = timer.seconds / static_cast<double>(timer.calls);
+}
+
+/// A replayed effect: `per_run` effects whose receipts exist, each ctx.effect call returning
+/// the stored result (no call, no commit). Manual time: only the replayed calls are timed;
+/// counter time_per_effect.
+void replay_case(benchmark::State& st, Kind k, long per_run) {
+  EffectTimer timer(k);
+  ag::Graph<PayState> g;
+  auto node = std::make_unique<PayMany>(timer);
+  PayMany& pay_many = *node;
+  g.add(std::move(node)).entry("pay").max_steps(10).retry(kReplayRetry);
+  std::unique_ptr<ag::Store> store = make_store(k);
+  const PayState initial{0, per_run, {}};
+  std::string run_id;
+  bool ok = true;
+  std::int64_t runs = 0;
+  for (auto _ : st) {
+    maybe_reset(st, k, store, runs, kMemoryResetEvery);
+    run_id = fresh_run_id();
+    const double before = timer.seconds;
+    ag::Outcome<PayState> out = g.run(run_id, initial, *store);
+    st.SetIterationTime(timer.seconds - before);
+    ok = out.succeeded() && out.steps == 1 && ok;
+    benchmark::DoNotOptimize(out);
+  }
+  if (!check(st, ok && pay_many.replayed_ok, "a replay run failed or called an effect again"))
+    return;
+  const std::vector<ag::EffectRecord> effects = store->effects(run_id);
+  std::size_t replayed = 0;
+  for (const nlohmann::json& e : store->events(run_id))
+    replayed += e.at("kind") == "effect_replayed" ? 1 : 0;
+  if (!check(st,
+             effects.size() == static_cast<std::size_t>(per_run) &&
+                 replayed == static_cast<std::size_t>(per_run) &&
+                 std::all_of(effects.begin(), effects.end(),
+                             [](const ag::EffectRecord& r) { return r.issued == 1; }),
+             "the replay did not replay every receipt once"))
+    return;
+  st.counters["time_per_effect"] = time_per(static_cast<double>(per_run));
+}
+
+/// The parts of a replayed effect, each alone (MemoryStore), to see where its time goes.
+namespace parts {
+
+const nlohmann::json kArgs = pay_args(0);
+
+/// The idempotency key: canonical JSON of the six parts, SHA-256, hex.
+void effect_key(benchmark::State& st) {
+  std::uint32_t ordinal = 0;
+  std::string key;
+  for (auto _ : st) {
+    key = ag::effect_key("run-0", "pay", 0, ordinal++ & 63, "refund", kArgs);
+    benchmark::DoNotOptimize(key);
+  }
+  check(st, key.size() == 64, "wrong key size");
+}
+
+/// The key's canonical JSON alone (the array built and dumped, no hash).
+void key_json(benchmark::State& st) {
+  std::uint32_t ordinal = 0;
+  std::string text;
+  for (auto _ : st) {
+    const nlohmann::json tuple = {"run-0", "pay", 0, ordinal++ & 63, "refund", kArgs};
+    text = tuple.dump();
+    benchmark::DoNotOptimize(text);
+  }
+  check(st, text.starts_with("[\"run-0\""), "wrong text");
+}
+
+/// SHA-256 of the key's canonical JSON through OpenSSL's one-shot EVP_Digest, by hand.
+void sha256(benchmark::State& st) {
+  const std::string text = nlohmann::json{"run-0", "pay", 0, 7, "refund", kArgs}.dump();
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int n = 0;
+  bool ok = true;
+  for (auto _ : st) {
+    ok = EVP_Digest(text.data(), text.size(), digest.data(), &n, EVP_sha256(), nullptr) == 1 && ok;
+    benchmark::DoNotOptimize(digest);
+  }
+  check(st, ok && n == 32, "EVP_Digest failed");
+}
+
+/// The same digest through a reused EVP_MD_CTX and an MD fetched once (OpenSSL 3's cheap path).
+void sha256_reused(benchmark::State& st) {
+  const std::string text = nlohmann::json{"run-0", "pay", 0, 7, "refund", kArgs}.dump();
+  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int n = 0;
+  bool ok = md != nullptr && ctx != nullptr;
+  if (ok) {
+    for (auto _ : st) {
+      ok = EVP_DigestInit_ex(ctx, md, nullptr) == 1 &&
+           EVP_DigestUpdate(ctx, text.data(), text.size()) == 1 &&
+           EVP_DigestFinal_ex(ctx, digest.data(), &n) == 1 && ok;
+      benchmark::DoNotOptimize(digest);
+    }
+  }
+  EVP_MD_CTX_free(ctx);
+  EVP_MD_free(md);
+  check(st, ok && n == 32, "EVP digest failed");
+}
+
+/// A MemoryStore run with `count` receipts (made by a replay run), and their keys.
+std::vector<std::string> receipts(ag::MemoryStore& store, const std::string& run_id, long count) {
+  EffectTimer timer(Kind::memory);
+  ag::Graph<PayState> g;
+  g.add<PayMany>(timer).entry("pay").max_steps(10).retry(kReplayRetry);
+  g.run(run_id, PayState{0, count, {}}, store);
+  std::vector<std::string> keys;
+  for (const ag::EffectRecord& r : store.effects(run_id)) keys.push_back(r.key);
+  return keys;
+}
+
+/// MemoryStore::effect: the receipt looked up by key (and copied out, as the store returns it).
+void store_lookup(benchmark::State& st) {
+  ag::MemoryStore store;
+  const std::vector<std::string> keys = receipts(store, "run-0", 100);
+  if (!check(st, keys.size() == 100, "no receipts to look up")) return;
+  std::size_t i = 0;
+  bool ok = true;
+  for (auto _ : st) {
+    std::optional<ag::EffectRecord> r = store.effect("run-0", keys[i++ % keys.size()]);
+    ok = r.has_value() && ok;
+    benchmark::DoNotOptimize(r);
+  }
+  check(st, ok, "a receipt was not found");
+}
+
+/// A MemoryStore holding one run, "run-0", to append events to.
+std::unique_ptr<ag::MemoryStore> store_with_run() {
+  auto store = std::make_unique<ag::MemoryStore>();
+  ag::Checkpoint first;
+  first.run_id = "run-0";
+  first.next_node = "pay";
+  store->create(first);
+  return store;
+}
+
+/// The effect_replayed event as the graph emits it: detail JSON, timestamp, the record as JSON
+/// appended to the store's log, and the EventBus (no subscriber).
+void event(benchmark::State& st) {
+  std::unique_ptr<ag::MemoryStore> store = store_with_run();
+  ag::EventBus bus;
+  const std::string key(64, 'a');
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    nlohmann::json detail = {{"effect", "refund"},
+                             {"key", key},
+                             {"policy", ag::EffectPolicy::at_most_once},
+                             {"issue", 1}};
+    ag::RunEventRecord e{"effect_replayed",
+                         "run-0",
+                         0,
+                         "pay",
+                         ag::detail::now_iso8601(ag::SystemClock::instance()),
+                         0.0,
+                         std::move(detail)};
+    store->append_event("run-0", nlohmann::json(e));
+    bus(e);
+    if (++n % 65536 == 0) {  // the log grows: a fresh store now and then, untimed
+      st.PauseTiming();
+      store = store_with_run();
+      st.ResumeTiming();
+    }
+  }
+  check(st, n % 65536 == 0 || store->events("run-0").size() == static_cast<std::size_t>(n % 65536),
+        "an event was not appended");
+}
+
+/// The event's parts: its timestamp; its record as JSON; MemoryStore::append_event; the bus.
+ag::RunEventRecord sample_event() {
+  return {"effect_replayed",
+          "run-0",
+          0,
+          "pay",
+          ag::detail::now_iso8601(ag::SystemClock::instance()),
+          0.0,
+          {{"effect", "refund"},
+           {"key", std::string(64, 'a')},
+           {"policy", ag::EffectPolicy::at_most_once},
+           {"issue", 1}}};
+}
+void timestamp(benchmark::State& st) {
+  std::string at;
+  for (auto _ : st) {
+    at = ag::detail::now_iso8601(ag::SystemClock::instance());
+    benchmark::DoNotOptimize(at);
+  }
+  check(st, at.size() >= 20 && at.back() == 'Z', "not an ISO-8601 UTC time: " + at);
+}
+void event_json(benchmark::State& st) {
+  const ag::RunEventRecord e = sample_event();
+  nlohmann::json j;
+  for (auto _ : st) {
+    j = nlohmann::json(e);
+    benchmark::DoNotOptimize(j);
+  }
+  check(st, j.at("kind") == "effect_replayed", "wrong event JSON");
+}
+void append_event(benchmark::State& st) {
+  std::unique_ptr<ag::MemoryStore> store = store_with_run();
+  const nlohmann::json j = sample_event();
+  std::int64_t n = 0;
+  for (auto _ : st) {
+    store->append_event("run-0", j);
+    if (++n % 65536 == 0) {
+      st.PauseTiming();
+      store = store_with_run();
+      st.ResumeTiming();
+    }
+  }
+  check(st, n % 65536 == 0 || store->events("run-0").size() == static_cast<std::size_t>(n % 65536),
+        "an event was not appended");
+}
+void bus(benchmark::State& st) {
+  ag::EventBus events;
+  const ag::RunEventRecord e = sample_event();
+  for (auto _ : st) events(e);
+  check(st, events.empty(), "the bus has a subscriber");
+}
+
+}  // namespace parts
+
 // ---------------------------------------------------------------- baselines (by hand)
 
 namespace baseline {
@@ -527,6 +921,44 @@ void append_fdatasync(benchmark::State& st) {
   st.counters["time_per_step"] = time_per(1);
 }
 
+/// The bytes ag::effect_key hashes for the benchmark's effect, written by hand.
+std::string key_text(std::uint32_t ordinal, const nlohmann::json& args) {
+  return "[\"run-0\",\"pay\",0," + std::to_string(ordinal) + ",\"refund\"," + args.dump() + "]";
+}
+std::string hex_sha256(const std::string& text) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int n = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &n, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * n);
+  for (unsigned int i = 0; i < n; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xF];
+  }
+  return hex;
+}
+
+/// A receipt hit by hand: the same key (the same bytes, SHA-256, hex), a std::unordered_map
+/// lookup, the stored result copied out. No record, no event, no lock: the floor of a replay.
+void receipt_hit(benchmark::State& st) {
+  const nlohmann::json args = pay_args(0);
+  std::unordered_map<std::string, nlohmann::json> receipts;
+  for (std::uint32_t i = 0; i < 100; ++i) {
+    const std::string key = hex_sha256(key_text(i, args));
+    receipts[key] = nlohmann::json{{"refund_id", key.substr(0, 8)}};
+  }
+  bool ok = hex_sha256(key_text(7, args)) == ag::effect_key("run-0", "pay", 0, 7, "refund", args);
+  std::uint32_t i = 0;
+  for (auto _ : st) {
+    const auto it = receipts.find(hex_sha256(key_text(i++ % 100, args)));
+    ok = it != receipts.end() && ok;
+    nlohmann::json result = it->second;
+    benchmark::DoNotOptimize(result);
+  }
+  check(st, ok, "the hand-written key differs from effect_key, or a receipt was not found");
+}
+
 }  // namespace baseline
 
 // ---------------------------------------------------------------- registration, summary
@@ -581,6 +1013,34 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond);
     auto* loop = RegisterBenchmark(("agent/loop/" + store).c_str(),
                                    [k](benchmark::State& st) { loop_case(st, k, 0); });
+    // Right after the loop, whose time per step is the bare step commit it is compared with.
+    auto* effect = RegisterBenchmark(("agent/effect/" + store).c_str(),
+                                     [k](benchmark::State& st) { effect_case(st, k); });
+    effect->Unit(benchmark::kMicrosecond);
+    if (disk) effect->Iterations(1)->UseRealTime();
+    if (k == Kind::memory) {
+      // A replayed effect, its parts alone, and the hand-written floor.
+      using Case = std::pair<const char*, void (*)(benchmark::State&)>;
+      for (auto [name, fn] : {Case{"effect_parts/effect_key", parts::effect_key},
+                              Case{"effect_parts/key_json", parts::key_json},
+                              Case{"effect_parts/sha256", parts::sha256},
+                              Case{"effect_parts/sha256_reused", parts::sha256_reused},
+                              Case{"effect_parts/store_lookup/MemoryStore", parts::store_lookup},
+                              Case{"effect_parts/event/MemoryStore", parts::event},
+                              Case{"effect_parts/event/timestamp", parts::timestamp},
+                              Case{"effect_parts/event/json", parts::event_json},
+                              Case{"effect_parts/event/append/MemoryStore", parts::append_event},
+                              Case{"effect_parts/event/bus", parts::bus},
+                              Case{"baseline/receipt_hit", baseline::receipt_hit}})
+        RegisterBenchmark(name, fn)->Unit(benchmark::kNanosecond);
+    }
+    for (long per_run : disk ? std::vector<long>{10} : std::vector<long>{1, 10, 100}) {
+      auto* replay = RegisterBenchmark(
+          ("agent/effect_replay/" + store + "/" + std::to_string(per_run)).c_str(),
+          [k, per_run](benchmark::State& st) { replay_case(st, k, per_run); });
+      replay->UseManualTime()->Unit(benchmark::kMicrosecond);
+      if (disk) replay->Iterations(kReplayIoIterations);
+    }
     auto* three = RegisterBenchmark(("agent/three/" + store).c_str(),
                                     [k](benchmark::State& st) { three_case(st, k); });
     auto* hitl = RegisterBenchmark(("agent/hitl/" + store).c_str(),
@@ -632,6 +1092,29 @@ void print_targets() {
     if (s && b && *b > 0) ratio = *s / *b;
     std::snprintf(extra, sizeof extra, "  [%.0f us vs %.0f us per step]", us(s), us(b));
     line(label, ratio, 1.3, "x", extra);
+  }
+  line(
+      "MemoryStore replayed effect (N = 10), us",
+      [&]() -> std::optional<double> {
+        auto v = median("agent/effect_replay/MemoryStore/10", "time_per_effect");
+        return v ? std::optional(*v * 1e6) : std::nullopt;
+      }(),
+      2, "", "");
+  for (auto [label, store] : {std::pair{"SqliteStore effect / step commit", "SqliteStore"},
+                              std::pair{"FileStore effect / step commit", "FileStore"}}) {
+    const std::string s = store;
+    auto effect = median("agent/effect/" + s, "time_per_effect");
+    auto step = median("agent/loop/" + s, "time_per_step");
+    auto with_effect = median("agent/effect/" + s, "time_per_step");
+    std::optional<double> ratio;
+    if (effect && step && *step > 0) ratio = *effect / *step;
+    // Cross-check from the effect run alone: its step minus the effect in it.
+    double in_run = -1;
+    if (effect && with_effect && *with_effect > *effect)
+      in_run = *effect / (*with_effect - *effect);
+    std::snprintf(extra, sizeof extra, "  [%.0f us vs %.0f us; in-run %.2fx]", us(effect), us(step),
+                  in_run);
+    line(label, ratio, 2.3, "x", extra);
   }
   auto hitl = median("agent/hitl/MemoryStore", "time_per_round_trip");
   line("MemoryStore interrupt + resume, us", hitl ? std::optional(*hitl * 1e6) : std::nullopt, 1000,

@@ -1,6 +1,8 @@
 # cmake -P script: README's first ```cpp block must be an exact excerpt of SOURCE: every line
 # of the block appears in SOURCE, in the same order (blank lines, and comment lines starting
 # "// ..." that mark an omission, aside); and the block ends within the README's first 40 lines.
+# With -DHEADING="## Some heading", the block checked is instead the first ```cpp block after
+# the README line equal to HEADING, wherever it ends.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -17,12 +19,23 @@ endfunction()
 read_lines("${README}" _readme)
 read_lines("${SOURCE}" _source)
 
+if(DEFINED HEADING)
+  set(_which "first example after '${HEADING}'")
+  set(_seeking TRUE)
+else()
+  set(_which "first example")
+  set(_seeking FALSE)
+endif()
 set(_in_block FALSE)
 set(_block "")
 set(_lineno 0)
 foreach(_line IN LISTS _readme)
   math(EXPR _lineno "${_lineno} + 1")
-  if(NOT _in_block AND _line STREQUAL "```cpp")
+  if(_seeking)
+    if(_line STREQUAL "${HEADING}")
+      set(_seeking FALSE)
+    endif()
+  elseif(NOT _in_block AND _line STREQUAL "```cpp")
     set(_in_block TRUE)
   elseif(_in_block AND _line STREQUAL "```")
     set(_end ${_lineno})
@@ -31,10 +44,13 @@ foreach(_line IN LISTS _readme)
     list(APPEND _block "${_line}")
   endif()
 endforeach()
-if(NOT DEFINED _end)
-  message(FATAL_ERROR "${README}: no complete ```cpp block")
+if(_seeking)
+  message(FATAL_ERROR "${README}: no line '${HEADING}'")
 endif()
-if(_end GREATER 40)
+if(NOT DEFINED _end)
+  message(FATAL_ERROR "${README}: no complete ```cpp block for ${_which}")
+endif()
+if(NOT DEFINED HEADING AND _end GREATER 40)
   message(FATAL_ERROR "${README}: the first example ends on line ${_end}, past line 40")
 endif()
 
@@ -59,8 +75,8 @@ foreach(_line IN LISTS _block)
     string(REPLACE "<lbracket>" "[" _line "${_line}")
     string(REPLACE "<rbracket>" "]" _line "${_line}")
     message(FATAL_ERROR
-      "README's first example drifted from ${SOURCE}: this line is not there (in order):\n"
+      "README's ${_which} drifted from ${SOURCE}: this line is not there (in order):\n"
       "${_line}")
   endif()
 endforeach()
-message(STATUS "README's first example is an exact excerpt of ${SOURCE}")
+message(STATUS "README's ${_which} is an exact excerpt of ${SOURCE}")

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs trellis's main demo (examples/draft_review_revise.cpp) in build/release:
 # a durable agent graph that pauses for an approval, then, in a second process, approves.
+# Then examples/refund_agent.cpp: a refund paid once, even when the process is killed after
+# the payment and resumed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +16,7 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTRELLIS_BUILD_EXAMPLES=ON -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF
 
 step "build the demo"
-cmake --build build/release --target draft_review_revise -j "${TRELLIS_JOBS:-2}"
+cmake --build build/release --target draft_review_revise refund_agent -j "${TRELLIS_JOBS:-2}"
 
 runs=build/release/draft_review_revise.runs
 rm -rf "$runs"  # a fresh run-7 each time
@@ -24,3 +26,19 @@ step "run build/release/examples/draft_review_revise (it pauses at the approval 
 
 step "approve it (a second process resumes the paused run)"
 ./build/release/examples/draft_review_revise --store "$runs" approve "$(id -un)"
+
+shop=build/release/refund_agent.runs
+rm -rf "$shop"  # a fresh ledger each time
+
+step "a refund of 25.00 with build/release/examples/refund_agent (each effect runs once)"
+./build/release/examples/refund_agent "$shop" start r-1 25
+
+step "a refund of 40.00, killed right after the payment's receipt was committed"
+TRELLIS_FAILPOINT=effect.after_receipt ./build/release/examples/refund_agent "$shop" start r-2 40 ||
+  echo "(killed, exit status $?)"
+
+step "resume it (the refund is replayed from its receipt, not paid again)"
+./build/release/examples/refund_agent "$shop" resume r-2
+
+step "the payment ledger: one line per refund paid"
+cat "$shop/payments.ledger"
