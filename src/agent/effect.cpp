@@ -12,10 +12,26 @@ namespace trellis::agent {
 
 namespace {
 
-// checksum_of gives "sha256:<hex>"; a key is the hex digits alone.
 std::string sha256_hex(std::string_view bytes) {
-  std::string text = trellis::detail::checksum_of(bytes);
-  return text.substr(text.find(':') + 1);
+  std::string hex;
+  trellis::detail::sha256_hex_into(bytes, hex);
+  return hex;
+}
+
+// True when `j` holds a number that canonical() would change (or refuse).
+bool needs_canonical(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object:
+    case nlohmann::json::value_t::array:
+      for (const auto& e : j)
+        if (needs_canonical(e)) return true;
+      return false;
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The arguments as they are hashed: numbers in one form whatever type built them (-0.0 is 0,
@@ -55,21 +71,52 @@ nlohmann::json canonical(const nlohmann::json& j, std::string_view name) {
 
 }  // namespace
 
-std::string effect_key(std::string_view run_id, std::string_view node, std::uint64_t step,
-                       std::uint32_t ordinal, std::string_view name, const nlohmann::json& args) {
-  // A JSON array of the parts: each string is quoted and escaped, so no two different
-  // tuples serialize alike; objects dump with their members sorted (nlohmann's std::map).
-  const nlohmann::json parts = {run_id, node, step, ordinal, name, canonical(args, name)};
-  std::string text;
+namespace detail {
+
+std::string effect_key_prefix(std::string_view run_id, std::string_view node, std::uint64_t step) {
   try {
-    text = parts.dump();
+    std::string prefix = "[";
+    prefix += nlohmann::json(run_id).dump();
+    prefix += ',';
+    prefix += nlohmann::json(node).dump();
+    prefix += ',';
+    prefix += std::to_string(step);
+    prefix += ',';
+    return prefix;
+  } catch (const nlohmann::json::type_error& e) {
+    throw graph_error("trellis: a run id or node name that is not valid UTF-8 has no effect key: " +
+                      std::string(e.what()));
+  }
+}
+
+std::string effect_key_after(std::string_view prefix, std::uint32_t ordinal, std::string_view name,
+                             const nlohmann::json& args) {
+  // The bytes of the JSON array [run id, node, step, ordinal, name, args] as nlohmann dumps it
+  // (compact; each string quoted and escaped, so no two different tuples serialize alike;
+  // object members sorted), written piece by piece: the prefix is the same for a whole step.
+  std::string text(prefix);
+  try {
+    text += std::to_string(ordinal);
+    text += ',';
+    text += nlohmann::json(name).dump();
+    text += ',';
+    text += needs_canonical(args) ? canonical(args, name).dump() : args.dump();
+    text += ']';
   } catch (const nlohmann::json::type_error& e) {
     throw graph_error("trellis: effect '" + std::string(name) +
-                      "' has an argument (or a run, node or effect name) that is not valid "
-                      "UTF-8: " +
-                      e.what());
+                      "' has an argument (or a name) that is not valid UTF-8: " + e.what());
   }
-  return sha256_hex(text);
+  std::string key;
+  trellis::detail::sha256_hex_into(text, key);
+  return key;
+}
+
+}  // namespace detail
+
+std::string effect_key(std::string_view run_id, std::string_view node, std::uint64_t step,
+                       std::uint32_t ordinal, std::string_view name, const nlohmann::json& args) {
+  return detail::effect_key_after(detail::effect_key_prefix(run_id, node, step), ordinal, name,
+                                  args);
 }
 
 std::string compensation_key(std::string_view key) {

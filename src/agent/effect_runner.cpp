@@ -64,11 +64,18 @@ std::string failure_text(const EffectRecord& r) {
 
 std::string EffectRunner::now() const { return now_iso8601(clock_); }
 
+void EffectRunner::replayed(const EffectRecord& r) {
+  replayed_.push_back(r.key);
+  if (observed_ && observed_()) emit_("effect_replayed", describe(r), false);
+}
+
 void EffectRunner::begin(std::string node, std::uint64_t step) {
   node_ = std::move(node);
   step_ = step;
   next_ordinal_ = 0;
   keys_.clear();
+  replayed_.clear();
+  key_prefix_.clear();  // computed by the attempt's first effect
   reconciliation_.reset();
   broken_ = nullptr;
 }
@@ -81,7 +88,8 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   const std::uint32_t ordinal = next_ordinal_++;
   EffectRecord rec;
   rec.run_id = run_id_;
-  rec.key = effect_key(run_id_, node_, step_, ordinal, name, args);
+  if (key_prefix_.empty()) key_prefix_ = effect_key_prefix(run_id_, node_, step_);
+  rec.key = effect_key_after(key_prefix_, ordinal, name, args);
   rec.name = std::string(name);
   rec.args = std::move(args);
   rec.policy = policy;
@@ -95,10 +103,10 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key)) {
     switch (stored->status) {
       case EffectStatus::succeeded:
-        emit_("effect_replayed", describe(*stored));
+        replayed(*stored);
         return std::move(stored->result);
       case EffectStatus::failed:
-        emit_("effect_replayed", describe(*stored));
+        replayed(*stored);
         throw effect_failed(stored->key, failure_text(*stored));
       case EffectStatus::transient:  // not final: re-issued with the same key
         rec.issued = stored->issued + 1;
@@ -111,7 +119,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
                                "' was started and has no receipt: it may have happened, and "
                                "at_most_once never re-runs it; reconcile it with the external "
                                "system");
-          emit_("effect_reconciliation_required", describe(*stored));
+          emit_("effect_reconciliation_required", describe(*stored), true);
           throw *reconciliation_;
         }
         rec.issued = stored->issued + 1;
@@ -125,7 +133,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     store_.put_effect(rec);
     trellis::failpoint("effect.after_started", run_id_);
   });
-  emit_("effect_started", describe(rec));
+  emit_("effect_started", describe(rec), true);
 
   const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                         rec.step, rec.ordinal, rec.issued, {}};
@@ -140,15 +148,15 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
     case EffectStatus::succeeded:
-      emit_("effect_completed", std::move(detail));
+      emit_("effect_completed", std::move(detail), true);
       return std::move(rec.result);
     case EffectStatus::transient:
       detail["error"] = rec.error;
-      emit_("effect_failed", std::move(detail));
+      emit_("effect_failed", std::move(detail), true);
       throw transient_error(failure_text(rec) + " (transient: retried with the same key)");
     default:
       detail["error"] = rec.error;
-      emit_("effect_failed", std::move(detail));
+      emit_("effect_failed", std::move(detail), true);
       throw effect_failed(rec.key, failure_text(rec));
   }
 }
@@ -177,7 +185,7 @@ CompensationReport EffectRunner::compensate() {
       fn = declared_(effect.name);
     if (fn == nullptr || !*fn) {
       left.push_back(effect.name + " (" + effect.key + ")");
-      emit_("compensation_pending", describe(effect));
+      emit_("compensation_pending", describe(effect), true);
       continue;
     }
 
@@ -194,7 +202,7 @@ CompensationReport EffectRunner::compensate() {
     rec.issued = previous != done.end() ? previous->second->issued + 1 : 1;
     rec.started_at = now();
     store_.put_effect(rec);
-    emit_("compensation_started", describe(rec));
+    emit_("compensation_started", describe(rec), true);
 
     const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                           rec.step, rec.ordinal, rec.issued, effect.key};
@@ -206,10 +214,10 @@ CompensationReport EffectRunner::compensate() {
     nlohmann::json detail = describe(rec);
     detail["compensates"] = effect.key;
     if (rec.status == EffectStatus::succeeded) {
-      emit_("compensation_completed", std::move(detail));
+      emit_("compensation_completed", std::move(detail), true);
     } else {
       detail["error"] = rec.error;
-      emit_("compensation_failed", std::move(detail));
+      emit_("compensation_failed", std::move(detail), true);
       if (rec.status == EffectStatus::transient)
         left.push_back(effect.name + " (" + effect.key + ")");
       else

@@ -98,7 +98,12 @@ void MemoryStore::put_effect(const EffectRecord& record) {
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
   try {
-    (void)nlohmann::json(record).dump();  // refuse what the persistent stores cannot hold
+    // Refuse what the persistent stores cannot hold (text that is not UTF-8), checking only
+    // the free-form members: building the whole record's JSON would cost more than the put.
+    for (const std::string* text : {&record.name, &record.error, &record.node})
+      (void)nlohmann::json(*text).dump();
+    (void)record.args.dump();
+    (void)record.result.dump();
   } catch (const nlohmann::json::exception& e) {
     throw store_error("trellis: effect '" + record.name + "' of run '" + record.run_id +
                       "' cannot be stored: " + e.what());

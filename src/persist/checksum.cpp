@@ -1,10 +1,11 @@
-// SHA-256 through OpenSSL's EVP one-shot digest (libcrypto; see design.md, dependencies).
+// SHA-256 through OpenSSL's EVP digest API (libcrypto; see design.md, dependencies).
 
 #include "checksum.hpp"
 
 #include <openssl/evp.h>
 
 #include <array>
+#include <memory>
 
 #include "trellis/error.hpp"
 
@@ -15,19 +16,47 @@ constexpr std::string_view kPrefix = "sha256:";
 constexpr std::size_t kHexDigits = 64;
 }  // namespace
 
-std::string checksum_of(std::string_view bytes) {
+namespace {
+
+// SHA-256 through one digest fetched once and one context per thread: the one-shot
+// EVP_Digest(EVP_sha256()) looks the algorithm up in the provider on every call (OpenSSL 3),
+// which costs more than hashing a short text.
+const EVP_MD* sha256_md() {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md != nullptr ? md : EVP_sha256();
+#else
+  return EVP_sha256();
+#endif
+}
+
+struct ContextFree {
+  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
+};
+
+}  // namespace
+
+void sha256_hex_into(std::string_view bytes, std::string& out) {
+  thread_local std::unique_ptr<EVP_MD_CTX, ContextFree> context(EVP_MD_CTX_new());
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
-    throw error("trellis: OpenSSL EVP_Digest(SHA-256) failed");
+  EVP_MD_CTX* c = context.get();
+  if (c == nullptr || EVP_DigestInit_ex(c, sha256_md(), nullptr) != 1 ||
+      EVP_DigestUpdate(c, bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(c, digest.data(), &length) != 1) {
+    throw error("trellis: OpenSSL SHA-256 failed");
   }
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string text(kPrefix);
-  text.reserve(kPrefix.size() + 2 * length);
+  out.reserve(out.size() + 2 * length);
   for (unsigned int i = 0; i < length; ++i) {
-    text += kHex[digest[i] >> 4];
-    text += kHex[digest[i] & 0xF];
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xF];
   }
+}
+
+std::string checksum_of(std::string_view bytes) {
+  std::string text(kPrefix);
+  sha256_hex_into(bytes, text);
   return text;
 }
 

@@ -7,6 +7,9 @@
 
 namespace trellis::detail {
 
+/// Appends the 64 lower-case hex digits of SHA-256(bytes) to `out`.
+void sha256_hex_into(std::string_view bytes, std::string& out);
+
 /// "sha256:" followed by the 64 lower-case hex digits of SHA-256(bytes).
 std::string checksum_of(std::string_view bytes);
 

@@ -69,6 +69,15 @@ Step charge_then(Payments& pay, EffectPolicy policy, std::string next) {
   };
 }
 
+/// The keys the run's step_completed events list as replayed from receipts.
+std::vector<std::string> replayed_keys(ag::Store& store) {
+  std::vector<std::string> keys;
+  for (const json& e : store.events("run-1"))
+    if (e.at("kind") == "step_completed" && e.at("detail").contains("replayed"))
+      for (const json& k : e.at("detail").at("replayed")) keys.push_back(k.get<std::string>());
+  return keys;
+}
+
 std::vector<std::string> kinds_of(ag::Store& store, const std::string& prefix) {
   std::vector<std::string> kinds;
   for (const json& e : store.events("run-1")) {
@@ -182,7 +191,7 @@ TEST_CASE("effect: after a crash before the step commit, the receipt replays the
     CHECK(pay.calls.size() == 1);      // not charged again
     CHECK(out.state->text == "ch_1");  // the stored result, as the node saw it first
     CHECK(h.calls["charge"] == 2);     // the node did run again
-    CHECK(kinds_of(h.store, "effect_replayed").size() == 1);
+    CHECK(replayed_keys(h.store) == std::vector<std::string>{pay.calls.at(0)});
   }
 }
 
@@ -478,7 +487,7 @@ TEST_CASE("effect: the rerun of a node after its approval replays what it did be
   REQUIRE(calls.size() == 2);  // notify once (replayed in the rerun), then charge
   CHECK(calls[0] == ag::effect_key("run-1", "gate", 0, 0, "notify_reviewer", {{"to", "ana"}}));
   CHECK(calls[1] == ag::effect_key("run-1", "gate", 0, 1, "charge", {{"amount", 1}}));
-  CHECK(kinds_of(h.store, "effect_replayed").size() == 1);
+  CHECK(replayed_keys(h.store) == std::vector<std::string>{calls[0]});
 }
 
 TEST_CASE("effect: a retry after an approval keeps the decision and the keys") {
@@ -669,4 +678,24 @@ TEST_CASE("effect: a node that pauses twice still replays what it did before its
   CHECK(calls[0] == ag::effect_key("run-1", "gate", 0, 0, "hold_funds", {{"amount", 1}}));
   CHECK(calls[1] != calls[0]);
   CHECK_FALSE(h.latest().rerun_step.has_value());  // cleared by the next step
+}
+
+TEST_CASE("effect: a replay is published on the bus per effect, and logged once per step") {
+  Harness h;
+  Payments pay;
+  std::vector<std::string> published;
+  auto c = h.graph.events().connect([&](const ag::RunEventRecord& e) {
+    if (e.kind == "effect_replayed") published.push_back(e.detail.at("key").get<std::string>());
+  });
+  h.node("charge", charge_then(pay, EffectPolicy::at_most_once, "done")).node("done", halt());
+  h.graph.entry("charge");
+  {
+    CrashingStore dying(h.store, 2);
+    auto o = h.options();
+    CHECK_THROWS_AS(h.graph.run("run-1", Doc{}, dying, o), PowerCut);
+  }
+  REQUIRE(h.resume().succeeded());
+  CHECK(published == std::vector<std::string>{pay.calls.at(0)});
+  CHECK(replayed_keys(h.store) == published);
+  CHECK(kinds_of(h.store, "effect_replayed").empty());  // not one log line per replay
 }

@@ -309,9 +309,13 @@ class Graph {
           life_(ctx_, cp_.status, lifecycle()),
           effects_(
               store, cp_.run_id, clock_,
-              [this](const char* kind, nlohmann::json detail) {
-                emit(kind, cp_.next_node, 0.0, std::move(detail));
+              [this](const char* kind, nlohmann::json detail, bool durable) {
+                if (durable)
+                  emit(kind, cp_.next_node, 0.0, std::move(detail));
+                else
+                  publish(kind, cp_.next_node, std::move(detail));
               },
+              [&g] { return !g.events_.empty(); },
               [&g](std::string_view name) -> const CompensateFn* {
                 auto it = g.compensations_.find(name);
                 return it == g.compensations_.end() ? nullptr : &it->second;
@@ -351,6 +355,23 @@ class Graph {
       const detail::CompensationReport report = effects_.compensate();
       if (report.due == 0) return std::nullopt;
       return outcome(report);
+    }
+
+    /// An event for the bus only (not the store's log).
+    void publish(const char* kind, const std::string& node, nlohmann::json detail) {
+      RunEventRecord e{kind, cp_.run_id,       cp_.step, node, detail::now_iso8601(clock_),
+                       0.0,  std::move(detail)};
+      try {
+        g_.events_(e);
+      } catch (const std::exception&) {
+      }
+    }
+
+    /// step_completed's detail: the next node, and the effects replayed from receipts.
+    nlohmann::json step_detail(nlohmann::json next) const {
+      nlohmann::json d = {{"next", std::move(next)}};
+      if (!effects_.replayed().empty()) d["replayed"] = effects_.replayed();
+      return d;
     }
 
     void emit(const char* kind, const std::string& node, double ms,
@@ -479,7 +500,7 @@ class Graph {
           c.rerun_step.reset();
           commit(std::move(c));
           decision.reset();
-          emit("step_completed", name, ms, {{"next", go->node}});
+          emit("step_completed", name, ms, step_detail(go->node));
         } else if (std::holds_alternative<Halt>(*next)) {
           change(RunEvent::Succeed);
           Checkpoint c = base();
@@ -491,7 +512,7 @@ class Graph {
           c.attempt = 0;
           c.state = nlohmann::json(state_);
           commit(std::move(c));
-          emit("step_completed", name, ms, {{"next", nullptr}});
+          emit("step_completed", name, ms, step_detail(nullptr));
           emit("graph_completed", name, 0.0);
           return outcome();
         } else {
@@ -507,7 +528,7 @@ class Graph {
           c.state = nlohmann::json(state_);
           c.interrupt = pause;
           commit(std::move(c));
-          emit("step_completed", name, ms, {{"next", cp_.next_node}});
+          emit("step_completed", name, ms, step_detail(cp_.next_node));
           emit("interrupted", name, 0.0, {{"reason", pause.reason}});
           trellis::failpoint("approval.waiting", cp_.run_id);
           return outcome();

@@ -21,6 +21,12 @@
 
 namespace trellis::agent::detail {
 
+/// effect_key in two parts: the part shared by every effect of a step (computed once per
+/// attempt), and the rest.
+std::string effect_key_prefix(std::string_view run_id, std::string_view node, std::uint64_t step);
+std::string effect_key_after(std::string_view prefix, std::uint32_t ordinal, std::string_view name,
+                             const nlohmann::json& args);
+
 /// What EffectRunner::compensate did.
 struct CompensationReport {
   std::size_t due = 0;              ///< compensations that were owed (run or not)
@@ -31,15 +37,20 @@ struct CompensationReport {
 class EffectRunner {
  public:
   /// Logs one event of the run (kind, detail) the way the graph logs its own.
-  using Emit = std::function<void(const char* kind, nlohmann::json detail)>;
+  /// `durable`: also appended to the store's event log (false: published on the bus only).
+  using Emit = std::function<void(const char* kind, nlohmann::json detail, bool durable)>;
+  /// True when someone listens on the bus (bus-only events are not even built otherwise).
+  using Observed = std::function<bool()>;
   /// The compensation declared on the graph for an effect name (nullptr: none).
   using FindCompensation = std::function<const CompensateFn*(std::string_view name)>;
 
-  EffectRunner(Store& store, std::string run_id, Clock& clock, Emit emit, FindCompensation declared)
+  EffectRunner(Store& store, std::string run_id, Clock& clock, Emit emit, Observed observed,
+               FindCompensation declared)
       : store_(store),
         run_id_(std::move(run_id)),
         clock_(clock),
         emit_(std::move(emit)),
+        observed_(std::move(observed)),
         declared_(std::move(declared)) {}
 
   /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet. (The
@@ -54,6 +65,10 @@ class EffectRunner {
 
   /// The keys of the effects of the current attempt, in call order (for its checkpoint).
   std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
+
+  /// The keys of the effects of the current attempt that were replayed from their receipts
+  /// (the step's step_completed event lists them: one log entry per step, not per replay).
+  const std::vector<std::string>& replayed() const noexcept { return replayed_; }
 
   /// Set once an at_most_once effect of the current attempt needs reconciliation: the
   /// attempt fails whatever the node does with the exception.
@@ -75,6 +90,7 @@ class EffectRunner {
 
  private:
   std::string now() const;
+  void replayed(const EffectRecord& r);
   /// Calls `f` (a store write or a failpoint); an exception marks the attempt broken.
   template <class F>
   void infrastructure(F&& f) {
@@ -90,11 +106,14 @@ class EffectRunner {
   std::string run_id_;
   Clock& clock_;
   Emit emit_;
+  Observed observed_;
   FindCompensation declared_;
   std::string node_;
   std::uint64_t step_ = 0;
+  std::string key_prefix_;
   std::uint32_t next_ordinal_ = 0;
   std::vector<std::string> keys_;
+  std::vector<std::string> replayed_;
   std::optional<reconciliation_required> reconciliation_;
   std::exception_ptr broken_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
