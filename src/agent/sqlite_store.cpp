@@ -497,6 +497,29 @@ void SqliteStore::create(const Checkpoint& first) {
   db.cache.insert_or_assign(id, Db::Cached{first.seq, std::move(encoder)});
 }
 
+// Inside a write transaction: our lease on the run, if we hold one, must still be ours (else
+// run_busy: another worker took the run over after it expired), and is renewed. Every write
+// that advances a run checks it, so a worker that lost the run cannot commit a step nor start
+// an effect (the started record is the fence before the external call).
+void SqliteStore::keep_lease(Db& db, const std::string& run_id) {
+  auto held = db.held.find(run_id);
+  if (held == db.held.end()) return;
+  {
+    Db::Query q(*db.lease_get);
+    q.bind(1, run_id);
+    if (!q.step() || q.text(2) != held->second)
+      throw run_busy("trellis: run '" + run_id + "': this worker's lease expired and " +
+                     (q.text(0).empty() ? std::string("was released")
+                                        : "was taken by '" + q.text(0) + "' (pid " +
+                                              std::to_string(q.integer(1)) + ")"));
+  }
+  Db::Query(*db.lease_renew)
+      .bind(1, run_id)
+      .bind(2, held->second)
+      .bind(3, now_ms() + options_.lease_ttl.count())
+      .run();
+}
+
 void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   check_run_id(next.run_id);
   std::lock_guard lock(m_);
@@ -511,23 +534,7 @@ void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   if (next.seq != expected_seq + 1)
     throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
                       " cannot follow " + std::to_string(expected_seq));
-  // Our lease, if we hold one, must still be ours; the commit renews it.
-  if (auto held = db.held.find(next.run_id); held != db.held.end()) {
-    {
-      Db::Query q(*db.lease_get);
-      q.bind(1, next.run_id);
-      if (!q.step() || q.text(2) != held->second)
-        throw run_busy("trellis: run '" + next.run_id + "': this worker's lease expired and " +
-                       (q.text(0).empty() ? std::string("was released")
-                                          : "was taken by '" + q.text(0) + "' (pid " +
-                                                std::to_string(q.integer(1)) + ")"));
-    }
-    Db::Query(*db.lease_renew)
-        .bind(1, next.run_id)
-        .bind(2, held->second)
-        .bind(3, now_ms() + options_.lease_ttl.count())
-        .run();
-  }
+  keep_lease(db, next.run_id);
   auto cached = db.cache.find(run->id);
   if (cached == db.cache.end() || cached->second.seq != run->newest_seq) {
     detail::CheckpointDecoder decoder;
@@ -685,6 +692,7 @@ void SqliteStore::put_effect(const EffectRecord& record) {
   if (!run)
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
+  keep_lease(db, record.run_id);
   Db::Query(*db.put_effect).bind(1, run->id).bind(2, record.key).bind(3, text).run();
   tx.commit();
 }

@@ -1102,6 +1102,24 @@ TEST_CASE("sqlite store: a holder whose expired lease was taken over cannot comm
   CHECK(seqs(fast.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
 }
 
+TEST_CASE("sqlite store: a holder whose expired lease was taken over cannot start an effect") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore slow(db, {.lease_ttl = 50ms});
+  SqliteStore fast(db);
+  slow.create(cp("run-1", 0));
+  Lease old = slow.lease("run-1", "slow");
+  slow.put_effect(started("run-1", "charge_card"));  // renews: still ours
+  std::this_thread::sleep_for(120ms);
+  Lease taken = fast.lease("run-1", "fast");
+  trellis::agent::EffectRecord next = started("run-1", "notify");
+  CHECK_THROWS_WITH_AS(slow.put_effect(next), doctest::Contains("taken by 'fast'"),
+                       trellis::agent::run_busy);
+  CHECK_FALSE(fast.effect("run-1", next.key).has_value());  // nothing written
+  fast.put_effect(next);
+  CHECK(fast.effects("run-1").size() == 2);
+}
+
 TEST_CASE_TEMPLATE("store: a delta keeps -0.0 and a float that equals an integer, as written", S,
                    TRELLIS_ALL_STORES) {
   // JSON's == holds 0.0 == -0.0 and 1 == 1.0; the restored state must still be the one the

@@ -18,11 +18,13 @@
 /// renew this store's lease on the run, COMMIT. A lease is a row {owner, pid, expiry}: a
 /// second owner gets run_busy until the holder releases it (RAII) or it expires (`lease_ttl`
 /// after it was taken or last renewed by a commit, so a crashed holder frees it by itself); a
-/// holder whose expired lease was taken over gets run_busy at its next commit.
+/// holder whose expired lease was taken over gets run_busy at its next commit or effect record.
 ///
-/// `put_effect` is one transaction too (BEGIN IMMEDIATE, find the run, insert or replace the
-/// key's row, COMMIT) at the configured `synchronous` level: with FULL it is durable when it
-/// returns, as a commit is.
+/// `put_effect` is one transaction too (BEGIN IMMEDIATE, find the run, check and renew this
+/// store's lease on it as a commit does, insert or replace the key's row, COMMIT) at the
+/// configured `synchronous` level: with FULL it is durable when it returns, as a commit is. The
+/// lease check makes the started record a fence: a worker that lost the run cannot start an
+/// effect (call the external system) that the new holder may also start.
 ///
 /// Events are inserted with synchronous=OFF: they become durable with the next checkpoint
 /// commit, never costing an fsync of their own (they are observability, not state).
@@ -95,6 +97,7 @@ class SqliteStore final : public Store {
  private:
   struct Db;  // the connection, its prepared statements and the per-run encoder cache
   void release(const std::string& run_id, const std::string& token) noexcept;
+  void keep_lease(Db& db, const std::string& run_id);
 
   std::filesystem::path path_;
   SqliteStoreOptions options_;
