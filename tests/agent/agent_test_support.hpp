@@ -72,15 +72,13 @@ inline Step halt() {
 /// in the run loop mistakes it for a node's failure).
 struct PowerCut {};
 
-/// A store that dies on its Nth commit (nothing of that commit is written), as a process
-/// killed between two commits would.
-class CrashingStore final : public ag::Store {
+/// A store that passes every call to another one: the base of the failing stores below, which
+/// override only the writes they break.
+class ForwardingStore : public ag::Store {
  public:
-  CrashingStore(ag::Store& inner, int commits_before_crash)
-      : inner_(inner), left_(commits_before_crash) {}
+  explicit ForwardingStore(ag::Store& inner) : inner_(inner) {}
   void create(const ag::Checkpoint& first) override { inner_.create(first); }
   void commit(const ag::Checkpoint& next, std::uint64_t expected_seq) override {
-    if (left_-- == 0) throw PowerCut{};
     inner_.commit(next, expected_seq);
   }
   std::optional<ag::Checkpoint> latest(std::string_view id) override { return inner_.latest(id); }
@@ -97,11 +95,7 @@ class CrashingStore final : public ag::Store {
   }
   std::vector<nlohmann::json> events(std::string_view id) override { return inner_.events(id); }
   void apply_retention(const ag::Retention& r) override { inner_.apply_retention(r); }
-  // An effect's started record and receipt are commits too: the power can go at either.
-  void put_effect(const ag::EffectRecord& r) override {
-    if (left_-- == 0) throw PowerCut{};
-    inner_.put_effect(r);
-  }
+  void put_effect(const ag::EffectRecord& r) override { inner_.put_effect(r); }
   std::optional<ag::EffectRecord> effect(std::string_view id, std::string_view key) override {
     return inner_.effect(id, key);
   }
@@ -109,6 +103,25 @@ class CrashingStore final : public ag::Store {
 
  private:
   ag::Store& inner_;
+};
+
+/// A store that dies on its Nth commit (nothing of that commit is written), as a process
+/// killed between two commits would. An effect's started record and receipt are commits too:
+/// the power can go at either.
+class CrashingStore final : public ForwardingStore {
+ public:
+  CrashingStore(ag::Store& inner, int commits_before_crash)
+      : ForwardingStore(inner), left_(commits_before_crash) {}
+  void commit(const ag::Checkpoint& next, std::uint64_t expected_seq) override {
+    if (left_-- == 0) throw PowerCut{};
+    ForwardingStore::commit(next, expected_seq);
+  }
+  void put_effect(const ag::EffectRecord& r) override {
+    if (left_-- == 0) throw PowerCut{};
+    ForwardingStore::put_effect(r);
+  }
+
+ private:
   int left_;
 };
 

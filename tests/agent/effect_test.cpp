@@ -509,33 +509,16 @@ TEST_CASE("effect: a retry after an approval keeps the decision and the keys") {
 }
 
 namespace {
-/// A MemoryStore whose Nth put_effect throws store_error (a disk hiccup).
-class FlakyStore final : public ag::Store {
+/// A store whose Nth effect record throws store_error (a disk hiccup).
+class FlakyStore final : public ForwardingStore {
  public:
-  FlakyStore(ag::Store& inner, int fail_put) : inner_(inner), fail_put_(fail_put) {}
-  void create(const ag::Checkpoint& c) override { inner_.create(c); }
-  void commit(const ag::Checkpoint& c, std::uint64_t s) override { inner_.commit(c, s); }
-  std::optional<ag::Checkpoint> latest(std::string_view id) override { return inner_.latest(id); }
-  std::optional<ag::Checkpoint> checkpoint(std::string_view id, std::uint64_t s) override {
-    return inner_.checkpoint(id, s);
-  }
-  std::vector<ag::Checkpoint> history(std::string_view id) override { return inner_.history(id); }
-  std::vector<std::string> runs() override { return inner_.runs(); }
-  ag::Lease lease(std::string_view id, std::string_view o) override { return inner_.lease(id, o); }
-  void append_event(std::string_view id, const json& e) override { inner_.append_event(id, e); }
-  std::vector<json> events(std::string_view id) override { return inner_.events(id); }
-  void apply_retention(const ag::Retention& r) override { inner_.apply_retention(r); }
+  FlakyStore(ag::Store& inner, int fail_put) : ForwardingStore(inner), fail_put_(fail_put) {}
   void put_effect(const ag::EffectRecord& r) override {
     if (puts_++ == fail_put_) throw ag::store_error("disk hiccup");
-    inner_.put_effect(r);
+    ForwardingStore::put_effect(r);
   }
-  std::optional<ag::EffectRecord> effect(std::string_view id, std::string_view k) override {
-    return inner_.effect(id, k);
-  }
-  std::vector<ag::EffectRecord> effects(std::string_view id) override { return inner_.effects(id); }
 
  private:
-  ag::Store& inner_;
   int fail_put_;
   int puts_ = 0;
 };
