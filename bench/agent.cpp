@@ -234,6 +234,27 @@ void maybe_reset(benchmark::State& st, Kind k, std::unique_ptr<ag::Store>& store
   st.ResumeTiming();
 }
 
+/// The timed loop of the whole-run cases: one run of `g` from `initial` per iteration, each
+/// under a fresh run id (on MemoryStore a fresh store every run, untimed). Returns the last run
+/// id, or nothing when a run did not succeed after `steps` steps (the failure is reported).
+template <class S>
+std::optional<std::string> run_per_iteration(benchmark::State& st, Kind k, ag::Graph<S>& g,
+                                             std::unique_ptr<ag::Store>& store, const S& initial,
+                                             std::uint64_t steps, const char* what) {
+  std::string run_id;
+  bool ok = true;
+  std::int64_t runs = 0;
+  for (auto _ : st) {
+    maybe_reset(st, k, store, runs, 1);
+    run_id = fresh_run_id();
+    ag::Outcome<S> out = g.run(run_id, initial, *store);
+    ok = out.succeeded() && out.steps == steps && ok;
+    benchmark::DoNotOptimize(out);
+  }
+  if (!check(st, ok, what)) return std::nullopt;
+  return run_id;
+}
+
 /// The newest checkpoint and history of `run_id` after a run (outside the timed loop).
 bool stored_run_ok(ag::Store& store, const std::string& run_id, std::uint64_t steps,
                    std::size_t checkpoints) {
@@ -326,17 +347,11 @@ void loop_case(benchmark::State& st, Kind k, std::size_t payload) {
     if (!check(st, probe->ok(), "cannot open the store's database")) return;
     db_before = probe->checkpointed_size();
   }
-  std::string run_id;
-  bool ok = true;
-  std::int64_t runs = 0;
-  for (auto _ : st) {
-    maybe_reset(st, k, store, runs, 1);
-    run_id = fresh_run_id();
-    ag::Outcome<LoopState> out = g.run(run_id, initial, *store);
-    ok = out.succeeded() && out.steps == static_cast<std::uint64_t>(kLoopSteps) && ok;
-    benchmark::DoNotOptimize(out);
-  }
-  if (!check(st, ok, "a loop run did not succeed after 1,000 steps")) return;
+  const std::optional<std::string> ran =
+      run_per_iteration(st, k, g, store, initial, static_cast<std::uint64_t>(kLoopSteps),
+                        "a loop run did not succeed after 1,000 steps");
+  if (!ran) return;
+  const std::string& run_id = *ran;
   if (!check(st, stored_run_ok(*store, run_id, kLoopSteps, kLoopSteps + 1),
              "the store's newest checkpoint or history is wrong"))
     return;
@@ -533,17 +548,10 @@ void effect_case(benchmark::State& st, Kind k) {
   g.add<PayOnce>(timer).entry("pay").max_steps(static_cast<std::uint64_t>(steps));
   std::unique_ptr<ag::Store> store = make_store(k);
   const PayState initial{0, steps, {}};
-  std::string run_id;
-  bool ok = true;
-  std::int64_t runs = 0;
-  for (auto _ : st) {
-    maybe_reset(st, k, store, runs, 1);
-    run_id = fresh_run_id();
-    ag::Outcome<PayState> out = g.run(run_id, initial, *store);
-    ok = out.succeeded() && out.steps == static_cast<std::uint64_t>(steps) && ok;
-    benchmark::DoNotOptimize(out);
-  }
-  if (!check(st, ok, "an effect run did not succeed")) return;
+  const std::optional<std::string> ran = run_per_iteration(
+      st, k, g, store, initial, static_cast<std::uint64_t>(steps), "an effect run did not succeed");
+  if (!ran) return;
+  const std::string& run_id = *ran;
   if (!check(st,
              stored_run_ok(*store, run_id, static_cast<std::uint64_t>(steps),
                            static_cast<std::size_t>(steps) + 1),
