@@ -998,6 +998,13 @@ TEST_CASE("sqlite store: tables of another program with trellis's names are refu
   sql(db, "CREATE TABLE runs(name TEXT)");
   CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("belongs to something else"),
                        trellis::agent::store_error);
+  // The same for a table named like the effect records; the other program's rows stay.
+  const fs::path effects_db = dir / "effects.db";
+  sql(effects_db, "CREATE TABLE effects(what TEXT); INSERT INTO effects VALUES ('mine')");
+  CHECK_THROWS_WITH_AS(SqliteStore{effects_db}, doctest::Contains(effects_db.string().c_str()),
+                       trellis::agent::store_error);
+  CHECK(sql_integer(effects_db, "SELECT count(*) FROM effects WHERE what = 'mine'") == 1);
+  CHECK(sql_integer(effects_db, "SELECT count(*) FROM sqlite_master") == 1);
   const fs::path shared = dir / "shared.db";
   sql(shared, "CREATE TABLE app_users(name TEXT)");  // unrelated tables are fine
   SqliteStore store(shared);
