@@ -89,4 +89,12 @@ persist_error::persist_error(std::filesystem::path file, std::string operation,
       operation_(std::move(operation)),
       code_(code) {}
 
+unwritable_value::unwritable_value(std::string object, std::string member, std::string reason)
+    : error("trellis: cannot write " + object + ": " +
+            (member.empty() ? std::string("the value") : "member " + member) + " " + reason +
+            "; nothing was written"),
+      object_(std::move(object)),
+      member_(std::move(member)),
+      reason_(std::move(reason)) {}
+
 }  // namespace trellis

@@ -118,4 +118,30 @@ class persist_error : public error {
   std::error_code code_;
 };
 
+/// A value was about to be persisted that JSON text cannot carry back as it is: a NaN or
+/// infinite number (JSON writes them as `null`), or nesting deeper than the readers accept
+/// (`max_json_depth`). Raised before anything is written or acknowledged, so nothing is lost.
+/// `what()` reads "trellis: cannot write <object>: <member> <reason>; nothing was written".
+class unwritable_value : public error {
+ public:
+  unwritable_value(std::string object, std::string member, std::string reason);
+
+  /// What was being written ("the state of sidecar '/x/s.json'", "checkpoint 3 of run 'r'").
+  const std::string& object() const noexcept { return object_; }
+  /// The offending member as a JSON pointer into the written document ("/state/scores/2"; ""
+  /// for the document itself).
+  const std::string& member() const noexcept { return member_; }
+  /// "is NaN", "is +Inf", "is -Inf" or "is nested deeper than 512 levels".
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string object_;
+  std::string member_;
+  std::string reason_;
+};
+
+/// The deepest nesting of arrays and objects trellis writes and reads back: a container inside
+/// more than this many others is refused by every reader and, before writing, by every writer.
+inline constexpr int max_json_depth = 512;
+
 }  // namespace trellis

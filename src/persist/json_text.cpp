@@ -1,6 +1,8 @@
 #include "json_text.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "checksum.hpp"
 
@@ -18,6 +20,65 @@ bool all_whitespace(std::string_view text) {
 }
 
 std::string quoted_key(const char* key) { return std::string("\"") + key + "\""; }
+
+// RFC 6901: '~' is written "~0" and '/' "~1".
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Returns the reason a value cannot be written, or an empty string. The walk builds no path on
+// the way down (a write of a valid state pays only the visit); on a refusal each frame puts
+// its member's token in front of `pointer` as the recursion unwinds. The depth bound keeps the
+// recursion itself at most max_json_depth + 1 frames deep.
+std::string unwritable(const nlohmann::json& v, int depth, std::string& pointer) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::number_float: {
+      const double d = v.get<double>();
+      if (std::isnan(d)) return "is NaN";
+      if (std::isinf(d)) return d > 0 ? "is +Inf" : "is -Inf";
+      return {};
+    }
+    case nlohmann::json::value_t::object:
+    case nlohmann::json::value_t::array: {
+      if (depth > max_json_depth) {
+        return "is nested deeper than " + std::to_string(max_json_depth) + " levels";
+      }
+      if (v.is_object()) {
+        for (const auto& [key, child] : v.items()) {
+          std::string why = unwritable(child, depth + 1, pointer);
+          if (!why.empty()) {
+            pointer = "/" + pointer_token(key) + pointer;
+            return why;
+          }
+        }
+      } else {
+        std::size_t i = 0;
+        for (const auto& child : v) {
+          std::string why = unwritable(child, depth + 1, pointer);
+          if (!why.empty()) {
+            pointer = "/" + std::to_string(i) + pointer;
+            return why;
+          }
+          ++i;
+        }
+      }
+      return {};
+    }
+    default:
+      return {};
+  }
+}
 
 }  // namespace
 
@@ -51,6 +112,12 @@ std::optional<Refusal> parse_json(std::string_view text, nlohmann::json& out) {
     return Refusal{reason::not_json, std::string("not JSON: ") + e.what()};
   }
   return std::nullopt;
+}
+
+void check_writable(const nlohmann::json& document, const std::string& object) {
+  std::string pointer;
+  std::string why = unwritable(document, 0, pointer);
+  if (!why.empty()) throw unwritable_value(object, std::move(pointer), std::move(why));
 }
 
 std::optional<Refusal> check_present(const nlohmann::json& object, const char* key) {

@@ -13,8 +13,15 @@
 
 namespace trellis::detail {
 
-/// Deeper JSON is refused before anything recurses over it (dump, destruction).
-inline constexpr int max_json_depth = 512;
+// trellis::max_json_depth (error.hpp): deeper JSON is refused before anything recurses over
+// it (dump, destruction), by the readers here and by check_writable before a write.
+using trellis::max_json_depth;
+
+/// Throws unwritable_value (naming `object` and the member's JSON pointer) when `document`
+/// holds a NaN or infinite number, or a container nested deeper than max_json_depth counted
+/// as the readers count it (the document itself at depth 0). Call it on the whole document a
+/// writer is about to dump, before anything is written or acknowledged.
+void check_writable(const nlohmann::json& document, const std::string& object);
 
 /// A refusal: the reason code and the human detail, before the file name is attached.
 struct Refusal {

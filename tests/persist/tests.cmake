@@ -13,9 +13,12 @@ endif()
 trellis_add_test_executable(trellis_persist_tests
   ${CMAKE_CURRENT_LIST_DIR}/failpoint_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/journal_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/json_writable_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lock_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sidecar_test.cpp)
 target_link_libraries(trellis_persist_tests PRIVATE OpenSSL::Crypto)
+# json_writable_test.cpp tests the private JSON limits shared by every writer and reader.
+target_include_directories(trellis_persist_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(trellis_persist_tests PRIVATE
   TRELLIS_PERSIST_HELPER="$<TARGET_FILE:trellis_persist_helper>")
 add_dependencies(trellis_persist_tests trellis_persist_helper)
