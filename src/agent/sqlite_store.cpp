@@ -14,8 +14,12 @@
 #include <chrono>
 #include <iterator>
 #include <random>
+#include <tuple>
 #include <utility>
+#include <vector>
 
+#include "../persist/checksum.hpp"
+#include "../persist/json_text.hpp"
 #include "checkpoint_codec.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
@@ -64,6 +68,12 @@ CREATE TABLE IF NOT EXISTS effects(
   record TEXT NOT NULL,
   PRIMARY KEY(run, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS effects_in_order ON effects(run, ordinal);
+)sql",
+    // 3: every checkpoint and effect row carries the SHA-256 of its record text, as the file
+    // formats' lines do (rows of an older database get theirs when it is upgraded).
+    R"sql(
+ALTER TABLE checkpoints ADD COLUMN checksum TEXT;
+ALTER TABLE effects ADD COLUMN checksum TEXT;
 )sql",
 };
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(SqliteStore::schema_version));
@@ -243,6 +253,106 @@ struct SqliteStore::Db {
     throw store_error("trellis: SQLite store '" + path.string() + "': " + why);
   }
 
+  // What the database holds before trellis touches it: its schema version (-1: no
+  // trellis_schema table) and the names of every other table, index, view or trigger.
+  struct Contents {
+    int version = -1;
+    std::vector<std::string> others;
+  };
+  Contents inspect() {
+    Contents found;
+    sqlite3_stmt* s = nullptr;
+    check(
+        sqlite3_prepare_v2(handle, "SELECT name FROM sqlite_master ORDER BY name", -1, &s, nullptr),
+        "read the schema");
+    int rc = 0;
+    bool has_schema = false;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+      const std::string n = name ? name : "";
+      if (n == "trellis_schema")
+        has_schema = true;
+      else
+        found.others.push_back(n);
+    }
+    sqlite3_finalize(s);
+    check(rc, "read the schema");
+    if (has_schema) {
+      check(sqlite3_prepare_v2(handle, "SELECT max(version) FROM trellis_schema", -1, &s, nullptr),
+            "read the schema version");
+      rc = sqlite3_step(s);
+      found.version = rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER
+                          ? std::max(sqlite3_column_int(s, 0), 0)
+                          : 0;
+      sqlite3_finalize(s);
+      check(rc, "read the schema version");
+    }
+    return found;
+  }
+
+  // Refuses a database trellis must not touch; returns the schema version found (-1: none, an
+  // empty database that gets the schema).
+  int check_schema(const Contents& found) const {
+    if (found.version > schema_version)
+      refuse("schema version " + std::to_string(found.version) + " is newer than this build's (" +
+             std::to_string(schema_version) + "); use a newer trellis");
+    if (found.version == 0) refuse("schema version 0 is not one trellis wrote");
+    if (found.version == -1 && !found.others.empty()) {
+      std::string names;
+      for (std::size_t i = 0; i < found.others.size() && i < 5; ++i)
+        names += (i ? ", " : "") + found.others[i];
+      if (found.others.size() > 5) names += ", ...";
+      refuse("the database holds tables of another program (" + names +
+             ") and no trellis_schema: it belongs to something else, and is left as it was "
+             "(trellis uses only an empty database or one it created)");
+    }
+    return found.version;
+  }
+
+  // Schema 3: the rows an older trellis wrote get the checksum of the record they hold (the
+  // upgrade trusts what it finds; from then on any change to a record is detected).
+  void checksum_old_rows() {
+    for (const char* table : {"checkpoints", "effects"}) {
+      const std::string key = std::string(table) == "checkpoints" ? "seq" : "key";
+      std::vector<std::tuple<std::int64_t, std::string, std::string>> rows;
+      {
+        sqlite3_stmt* s = nullptr;
+        const std::string select = "SELECT run, " + key + ", record FROM " + table;
+        check(sqlite3_prepare_v2(handle, select.c_str(), -1, &s, nullptr), select);
+        int rc = 0;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+          const auto* k = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+          const auto* r = reinterpret_cast<const char*>(sqlite3_column_text(s, 2));
+          rows.emplace_back(sqlite3_column_int64(s, 0), k ? k : "",
+                            r ? std::string(r, static_cast<std::size_t>(sqlite3_column_bytes(s, 2)))
+                              : std::string());
+        }
+        sqlite3_finalize(s);
+        check(rc, select);
+      }
+      const std::string update =
+          std::string("UPDATE ") + table + " SET checksum=?3 WHERE run=?1 AND " + key + "=?2";
+      sqlite3_stmt* u = nullptr;
+      check(sqlite3_prepare_v2(handle, update.c_str(), -1, &u, nullptr), update);
+      for (const auto& [run, k, record] : rows) {
+        const std::string sum = trellis::detail::checksum_of(record);
+        sqlite3_bind_int64(u, 1, run);
+        if (key == "seq")
+          sqlite3_bind_int64(u, 2, std::stoll(k));
+        else
+          sqlite3_bind_text(u, 2, k.data(), static_cast<int>(k.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(u, 3, sum.data(), static_cast<int>(sum.size()), SQLITE_TRANSIENT);
+        const int rc = sqlite3_step(u);
+        sqlite3_reset(u);
+        if (rc != SQLITE_DONE) {
+          sqlite3_finalize(u);
+          check(rc, update);
+        }
+      }
+      sqlite3_finalize(u);
+    }
+  }
+
   // Statements live in `statements` (destroyed before the connection closes).
   std::vector<std::unique_ptr<Stmt>> statements;
   Stmt& prepare(const char* sql) {
@@ -260,13 +370,14 @@ struct SqliteStore::Db {
     update_run = &prepare(
         "UPDATE runs SET newest_seq=?2, status=?3, finished=?4, newest_at=?5, since_full=?6 "
         "WHERE id=?1");
-    insert_checkpoint =
-        &prepare("INSERT INTO checkpoints(run, seq, full, record) VALUES(?1, ?2, ?3, ?4)");
+    insert_checkpoint = &prepare(
+        "INSERT INTO checkpoints(run, seq, full, record, checksum) VALUES(?1, ?2, ?3, ?4, ?5)");
     chain_to = &prepare(
-        "SELECT seq, record FROM checkpoints WHERE run=?1 AND seq<=?2 AND seq>=coalesce("
+        "SELECT seq, record, checksum FROM checkpoints WHERE run=?1 AND seq<=?2 AND seq>=coalesce("
         "(SELECT max(seq) FROM checkpoints WHERE run=?1 AND seq<=?2 AND full=1), 0) "
         "ORDER BY seq");
-    all_checkpoints = &prepare("SELECT seq, record FROM checkpoints WHERE run=?1 ORDER BY seq");
+    all_checkpoints =
+        &prepare("SELECT seq, record, checksum FROM checkpoints WHERE run=?1 ORDER BY seq");
     list_runs = &prepare("SELECT run_id FROM runs ORDER BY run_id");
     lease_get = &prepare("SELECT owner, pid, token, expires_at_ms FROM leases WHERE run_id=?1");
     lease_put = &prepare(
@@ -290,19 +401,21 @@ struct SqliteStore::Db {
         "WHERE (SELECT count(*) FROM checkpoints c WHERE c.run=r.id) > ?1");
     nth_newest =
         &prepare("SELECT seq FROM checkpoints WHERE run=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2");
-    make_full = &prepare("UPDATE checkpoints SET full=1, record=?3 WHERE run=?1 AND seq=?2");
+    make_full =
+        &prepare("UPDATE checkpoints SET full=1, record=?3, checksum=?4 WHERE run=?1 AND seq=?2");
     delete_before = &prepare("DELETE FROM checkpoints WHERE run=?1 AND seq<?2");
     set_since_full = &prepare("UPDATE runs SET since_full=?2 WHERE id=?1");
     put_effect = &prepare(
-        "INSERT INTO effects(run, key, ordinal, record) VALUES(?1, ?2, "
-        "(SELECT coalesce(max(ordinal) + 1, 0) FROM effects WHERE run=?1), ?3) "
-        "ON CONFLICT(run, key) DO UPDATE SET record=excluded.record");
+        "INSERT INTO effects(run, key, ordinal, record, checksum) VALUES(?1, ?2, "
+        "(SELECT coalesce(max(ordinal) + 1, 0) FROM effects WHERE run=?1), ?3, ?4) "
+        "ON CONFLICT(run, key) DO UPDATE SET record=excluded.record, "
+        "checksum=excluded.checksum");
     get_effect = &prepare(
-        "SELECT e.record FROM effects e JOIN runs r ON e.run=r.id "
+        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
         "WHERE r.run_id=?1 AND e.key=?2");
     list_effects = &prepare(
-        "SELECT e.record FROM effects e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 "
-        "ORDER BY e.ordinal");
+        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
+        "WHERE r.run_id=?1 ORDER BY e.ordinal");
   }
 
   Stmt* begin = nullptr;
@@ -359,23 +472,37 @@ struct SqliteStore::Db {
   void decode_to(std::int64_t run, std::uint64_t seq, detail::CheckpointDecoder& decoder) {
     Query q(*chain_to);
     q.bind(1, run).bind(2, static_cast<std::int64_t>(seq));
-    while (q.step()) apply(decoder, q.text(1), q.integer(0));
+    while (q.step()) apply(decoder, q.text(1), q.text(2), q.integer(0));
   }
 
-  void apply(detail::CheckpointDecoder& decoder, const std::string& text, std::int64_t seq) {
-    nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
-    if (record.is_discarded()) refuse("checkpoint " + std::to_string(seq) + " is not JSON");
+  // The record text of a row, checked against the row's checksum and parsed with the file
+  // readers' depth limit (a crafted deep record must not overflow the decoder's stack).
+  nlohmann::json record_of(const std::string& text, const std::string& checksum,
+                           const std::string& what) const {
+    if (checksum.empty()) refuse(what + " has no checksum");
+    if (trellis::detail::checksum_of(text) != checksum)
+      refuse(what + " has a bad checksum: the record was edited or damaged");
+    nlohmann::json record;
+    if (auto refusal = trellis::detail::parse_json(text, record))
+      refuse(what + " is not a record: " + refusal->detail);
+    return record;
+  }
+
+  void apply(detail::CheckpointDecoder& decoder, const std::string& text,
+             const std::string& checksum, std::int64_t seq) {
+    const std::string what = "checkpoint " + std::to_string(seq);
+    nlohmann::json record = record_of(text, checksum, what);
     try {
       decoder.apply(record);
     } catch (const store_error& e) {
-      refuse("checkpoint " + std::to_string(seq) + ": " + e.what());
+      refuse(what + ": " + e.what());
     }
   }
 
-  EffectRecord effect_of(const std::string& text, std::string_view run_id) const {
-    const nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
-    if (record.is_discarded())
-      refuse("an effect record of run '" + std::string(run_id) + "' is not JSON");
+  EffectRecord effect_of(const std::string& text, const std::string& checksum,
+                         std::string_view run_id) const {
+    const nlohmann::json record =
+        record_of(text, checksum, "an effect record of run '" + std::string(run_id) + "'");
     try {
       return record.get<EffectRecord>();
     } catch (const store_error& e) {
@@ -389,6 +516,10 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
   Db& db = *db_;
   db.check(sqlite3_busy_timeout(db.handle, static_cast<int>(options_.busy_timeout.count())),
            "busy_timeout");
+  // Look before touching anything: a database that is not trellis's (another program's tables,
+  // a newer schema) is refused while it is still byte for byte as it was, before the WAL switch
+  // or the schema transaction could write to it.
+  db.check_schema(db.inspect());
   // journal_mode answers with the mode in force; anything but WAL (e.g. a read-only file
   // system) would silently lose the concurrency this store promises.
   {
@@ -406,52 +537,13 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
   db.exec(synchronous_pragma(options_.synchronous), "set synchronous");
   db.exec("BEGIN IMMEDIATE", "begin the schema check");
   try {
-    int ours = 0;
-    int version = -1;
-    {
-      sqlite3_stmt* s = nullptr;
-      db.check(sqlite3_prepare_v2(db.handle,
-                                  "SELECT name FROM sqlite_master WHERE type='table' AND name IN "
-                                  "('trellis_schema','runs','checkpoints','events','leases',"
-                                  "'effects')",
-                                  -1, &s, nullptr),
-               "read the schema");
-      std::string found;
-      int rc = 0;
-      bool has_schema = false;
-      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-        if (name == "trellis_schema")
-          has_schema = true;
-        else
-          ++ours;
-      }
-      sqlite3_finalize(s);
-      db.check(rc, "read the schema");
-      if (has_schema) {
-        db.check(sqlite3_prepare_v2(db.handle, "SELECT max(version) FROM trellis_schema", -1, &s,
-                                    nullptr),
-                 "read the schema version");
-        rc = sqlite3_step(s);
-        version = rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER
-                      ? std::max(sqlite3_column_int(s, 0), 0)
-                      : 0;
-        sqlite3_finalize(s);
-        db.check(rc, "read the schema version");
-      }
-    }
-    if (version > schema_version)
-      db.refuse("schema version " + std::to_string(version) + " is newer than this build's (" +
-                std::to_string(schema_version) + "); use a newer trellis");
-    if (version == -1 && ours > 0)
-      db.refuse(
-          "the database has tables named like trellis's (runs, checkpoints, events, "
-          "leases, effects) but no trellis_schema: it belongs to something else");
-    if (version == 0)
-      db.refuse("schema version " + std::to_string(version) + " is not one trellis wrote");
+    // Again under the write lock: another process may have created or upgraded it meanwhile.
+    const int version = db.check_schema(db.inspect());
     // Create the schema, or upgrade an older one in place.
-    for (int v = std::max(version, 0); v < schema_version; ++v)
+    for (int v = std::max(version, 0); v < schema_version; ++v) {
       db.exec(kMigrations[v], "upgrade the schema to version " + std::to_string(v + 1));
+      if (v + 1 == 3) db.checksum_old_rows();
+    }
     if (version == -1)
       db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
                   .c_str(),
@@ -492,6 +584,7 @@ void SqliteStore::create(const Checkpoint& first) {
       .bind(2, static_cast<std::int64_t>(first.seq))
       .bind(3, std::int64_t{1})
       .bind(4, record)
+      .bind(5, trellis::detail::checksum_of(record))
       .run();
   tx.commit();
   db.cache.insert_or_assign(id, Db::Cached{first.seq, std::move(encoder)});
@@ -549,11 +642,13 @@ void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   db.cache.erase(cached);
   const nlohmann::json record = entry.encoder.encode(next);
   const bool full = detail::CheckpointDecoder::is_full(record);
+  const std::string text = dump(record);
   Db::Query(*db.insert_checkpoint)
       .bind(1, run->id)
       .bind(2, static_cast<std::int64_t>(next.seq))
       .bind(3, std::int64_t{full ? 1 : 0})
-      .bind(4, dump(record))
+      .bind(4, text)
+      .bind(5, trellis::detail::checksum_of(text))
       .run();
   Db::Query(*db.update_run)
       .bind(1, run->id)
@@ -616,7 +711,7 @@ std::vector<Checkpoint> SqliteStore::history(std::string_view run_id) {
   Db::Query q(*db.all_checkpoints);
   q.bind(1, run->id);
   while (q.step()) {
-    db.apply(decoder, q.text(1), q.integer(0));
+    db.apply(decoder, q.text(1), q.text(2), q.integer(0));
     out.push_back(decoder.current());
   }
   return out;
@@ -693,7 +788,12 @@ void SqliteStore::put_effect(const EffectRecord& record) {
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
   keep_lease(db, record.run_id);
-  Db::Query(*db.put_effect).bind(1, run->id).bind(2, record.key).bind(3, text).run();
+  Db::Query(*db.put_effect)
+      .bind(1, run->id)
+      .bind(2, record.key)
+      .bind(3, text)
+      .bind(4, trellis::detail::checksum_of(text))
+      .run();
   tx.commit();
 }
 
@@ -704,7 +804,7 @@ std::optional<EffectRecord> SqliteStore::effect(std::string_view run_id, std::st
   Db::Query q(*db.get_effect);
   q.bind(1, run_id).bind(2, key);
   if (!q.step()) return std::nullopt;
-  return db.effect_of(q.text(0), run_id);
+  return db.effect_of(q.text(0), q.text(1), run_id);
 }
 
 std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
@@ -714,7 +814,7 @@ std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
   std::vector<EffectRecord> out;
   Db::Query q(*db.list_effects);
   q.bind(1, run_id);
-  while (q.step()) out.push_back(db.effect_of(q.text(0), run_id));
+  while (q.step()) out.push_back(db.effect_of(q.text(0), q.text(1), run_id));
   return out;
 }
 
@@ -740,8 +840,9 @@ std::vector<nlohmann::json> SqliteStore::events(std::string_view run_id) {
   Db::Query q(*db.select_events);
   q.bind(1, run_id);
   while (q.step()) {
-    nlohmann::json e = nlohmann::json::parse(q.text(0), nullptr, false);
-    if (e.is_discarded()) db.refuse("an event of run '" + std::string(run_id) + "' is not JSON");
+    nlohmann::json e;
+    if (auto refusal = trellis::detail::parse_json(q.text(0), e))
+      db.refuse("an event of run '" + std::string(run_id) + "' is not JSON: " + refusal->detail);
     out.push_back(std::move(e));
   }
   return out;
@@ -804,7 +905,12 @@ void SqliteStore::apply_retention(const Retention& retention) {
       if (decoder.empty()) continue;
       detail::CheckpointEncoder encoder(1);
       const std::string record = dump(encoder.encode(decoder.current()));
-      Db::Query(*db.make_full).bind(1, run.id).bind(2, oldest_kept).bind(3, record).run();
+      Db::Query(*db.make_full)
+          .bind(1, run.id)
+          .bind(2, oldest_kept)
+          .bind(3, record)
+          .bind(4, trellis::detail::checksum_of(record))
+          .run();
       Db::Query(*db.delete_before).bind(1, run.id).bind(2, oldest_kept).run();
       Db::Query(*db.set_since_full)
           .bind(1, run.id)

@@ -956,7 +956,9 @@ TEST_CASE("sqlite store: a version 1 database (before effects) is upgraded in pl
     advance(store, "run-1", 3);
   }
   // What version 1 left: no effects table.
-  sql(db, "DROP TABLE effects; UPDATE trellis_schema SET version = 1");
+  sql(db,
+      "DROP TABLE effects; ALTER TABLE checkpoints DROP COLUMN checksum; "
+      "UPDATE trellis_schema SET version = 1");
   REQUIRE(sql_integer(db, "SELECT count(*) FROM sqlite_master WHERE name='effects'") == 0);
   {
     SqliteStore store(db);
@@ -1005,11 +1007,121 @@ TEST_CASE("sqlite store: tables of another program with trellis's names are refu
                        trellis::agent::store_error);
   CHECK(sql_integer(effects_db, "SELECT count(*) FROM effects WHERE what = 'mine'") == 1);
   CHECK(sql_integer(effects_db, "SELECT count(*) FROM sqlite_master") == 1);
-  const fs::path shared = dir / "shared.db";
-  sql(shared, "CREATE TABLE app_users(name TEXT)");  // unrelated tables are fine
-  SqliteStore store(shared);
+}
+
+TEST_CASE("sqlite store: another program's database is refused and left byte for byte") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "app.db";
+  sql(db,
+      "CREATE TABLE app_users(name TEXT); CREATE INDEX users_by_name ON app_users(name); "
+      "INSERT INTO app_users VALUES ('ana')");
+  const std::string before = persist_test::read_bytes(db);
+  const std::string name = db.string();
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("app_users"),
+                       trellis::agent::store_error);
+  CHECK(persist_test::read_bytes(db) == before);  // not switched to WAL, no tables added
+  CHECK_FALSE(fs::exists(dir / "app.db-wal"));
+  CHECK(sql_integer(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'trellis%'") == 0);
+  // A newer trellis schema is refused untouched too.
+  const fs::path newer = dir / "newer.db";
+  { SqliteStore store(newer); }
+  sql(newer, "PRAGMA journal_mode=DELETE; UPDATE trellis_schema SET version = 99");
+  const std::string newer_bytes = persist_test::read_bytes(newer);
+  CHECK_THROWS_AS(SqliteStore{newer}, trellis::agent::store_error);
+  CHECK(persist_test::read_bytes(newer) == newer_bytes);
+  // An empty file is trellis's to use.
+  const fs::path empty = dir / "empty.db";
+  persist_test::write_bytes(empty, "");
+  SqliteStore store(empty);
   store.create(cp("run-1", 0));
   CHECK(store.runs() == std::vector<std::string>{"run-1"});
+}
+
+TEST_CASE("sqlite store: an edited checkpoint or effect row is refused by its checksum") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  store.create(cp("run-1", 0));
+  advance(store, "run-1", 2);
+  const EffectRecord a = started("run-1", "a");
+  store.put_effect(a);
+  // Valid JSON, plausible content: only the checksum tells.
+  sql(db, "UPDATE checkpoints SET record = replace(record, 'node', 'nodf') WHERE seq = 0");
+  REQUIRE(sql_integer(db, "SELECT count(*) FROM checkpoints WHERE record LIKE '%nodf%'") == 1);
+  SqliteStore reopened(db);
+  const std::string name = db.string();
+  CHECK_THROWS_WITH_AS((void)reopened.history("run-1"), doctest::Contains("bad checksum"),
+                       trellis::agent::store_error);
+  CHECK_THROWS_WITH_AS((void)reopened.checkpoint("run-1", 0), doctest::Contains(name.c_str()),
+                       trellis::agent::store_error);
+  sql(db, "UPDATE effects SET record = replace(record, 'started', 'succeeded')");
+  CHECK_THROWS_WITH_AS((void)reopened.effect("run-1", a.key), doctest::Contains("bad checksum"),
+                       trellis::agent::store_error);
+  CHECK_THROWS_WITH_AS((void)reopened.effects("run-1"), doctest::Contains("bad checksum"),
+                       trellis::agent::store_error);
+  sql(db, "UPDATE effects SET checksum = NULL");
+  CHECK_THROWS_WITH_AS((void)reopened.effects("run-1"), doctest::Contains("no checksum"),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: a version 2 database (rows without checksums) loads and is upgraded") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  const EffectRecord a = started("run-1", "a");
+  {
+    SqliteStore store(db);
+    store.create(cp("run-1", 0));
+    advance(store, "run-1", 3);
+    store.put_effect(a);
+  }
+  // What version 2 left: the same tables without the checksum columns.
+  sql(db,
+      "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
+      "UPDATE trellis_schema SET version = 2");
+  {
+    SqliteStore store(db);
+    CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
+    CHECK(store.effects("run-1") == std::vector<EffectRecord>{a});
+  }
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 3);
+  CHECK(sql_integer(db, "SELECT count(*) FROM checkpoints WHERE checksum LIKE 'sha256:%'") == 4);
+  CHECK(sql_integer(db, "SELECT count(*) FROM effects WHERE checksum LIKE 'sha256:%'") == 1);
+  // From now on an edit is detected.
+  sql(db, "UPDATE checkpoints SET record = replace(record, 'node', 'nodf') WHERE seq = 0");
+  SqliteStore again(db);
+  CHECK_THROWS_WITH_AS((void)again.history("run-1"), doctest::Contains("bad checksum"),
+                       trellis::agent::store_error);
+}
+
+TEST_CASE("sqlite store: a crafted deeply nested record is refused, not a stack overflow") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  store.create(cp("run-1", 0));
+  const EffectRecord a = started("run-1", "a");
+  store.put_effect(a);
+  // A million open brackets, with a checksum that matches, as a forger would write it.
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  for (const char* update : {"UPDATE checkpoints SET record = ?1, checksum = ?2",
+                             "UPDATE effects SET record = ?1, checksum = ?2"}) {
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(handle, update, -1, &s, nullptr) == SQLITE_OK);
+    const std::string sum = persist_test::sha256_text(deep);
+    sqlite3_bind_text(s, 1, deep.data(), static_cast<int>(deep.size()), SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, sum.data(), static_cast<int>(sum.size()), SQLITE_STATIC);
+    CHECK(sqlite3_step(s) == SQLITE_DONE);
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(handle);
+  SqliteStore reopened(db);
+  CHECK_THROWS_WITH_AS((void)reopened.latest("run-1"), doctest::Contains("nested deeper"),
+                       trellis::agent::store_error);
+  CHECK_THROWS_WITH_AS((void)reopened.effects("run-1"), doctest::Contains("nested deeper"),
+                       trellis::agent::store_error);
 }
 
 TEST_CASE("sqlite store: a file that is not a database is refused naming it") {

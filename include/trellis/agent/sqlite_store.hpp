@@ -5,13 +5,21 @@
 ///
 /// The database is in WAL mode with `synchronous` as configured (FULL by default: a commit
 /// that returned survives a power cut) and a busy timeout, so several processes can share it.
-/// Tables: `trellis_schema` (one row: the schema version; a newer version, or tables of these
-/// names without it, are refused with store_error; an older one is upgraded in place when
-/// opened), `runs` (one row per run: its newest seq, status and time), `checkpoints` (the
+/// Only an empty database or one trellis created is used: a database that holds anything else
+/// and no `trellis_schema` (another program's), or a newer schema, is refused with store_error
+/// before anything is written to it (it stays byte for byte as it was, not even switched to
+/// WAL). Give trellis a database file of its own.
+///
+/// Tables: `trellis_schema` (one row: the schema version; an older one is upgraded in place
+/// when opened), `runs` (one row per run: its newest seq, status and time), `checkpoints` (the
 /// chain records: a full checkpoint every `snapshot_every` rows, the members that changed in
 /// between, as in FileStore), `effects` (one row per effect key of a run: the newest
 /// EffectRecord as JSON and the position of the key's first put, which orders `effects`;
-/// kept by keep_last retention, deleted with the run), `events` and `leases`.
+/// kept by keep_last retention, deleted with the run), `events` and `leases`. Every checkpoint
+/// and effect row carries `checksum`, "sha256:<hex>" of its record text (schema 3; rows of an
+/// older database get theirs when it is upgraded): a record edited or damaged outside trellis
+/// is a store_error naming the database, never returned. Records are parsed with the file
+/// readers' nesting limit (max_json_depth).
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
 /// is not `expected_seq`, and nothing is written), insert the checkpoint, update the run,
@@ -65,13 +73,13 @@ struct SqliteStoreOptions {
 
 class SqliteStore final : public Store {
  public:
-  /// The schema version this build writes and reads (1: before effect records; such a
-  /// database is upgraded in place when opened).
-  static constexpr int schema_version = 2;
+  /// The schema version this build writes and reads (1: before effect records; 2: before row
+  /// checksums; such a database is upgraded in place when opened).
+  static constexpr int schema_version = 3;
 
   /// Opens (creating it if needed, upgrading an older schema) the database at `path`. Throws
-  /// store_error when it cannot be opened, is not a SQLite database, holds a newer schema or
-  /// foreign tables.
+  /// store_error, leaving the file as it was, when it cannot be opened, is not a SQLite
+  /// database, holds a newer schema or anything that is not trellis's.
   explicit SqliteStore(std::filesystem::path path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
