@@ -140,6 +140,13 @@ class unwritable_value : public error {
   std::string reason_;
 };
 
+/// An option or argument given to a trellis constructor that it cannot honour: an empty
+/// path, a file mode that lets others write. `what()` names the object and the reason.
+class invalid_option : public error {
+ public:
+  using error::error;
+};
+
 /// The deepest nesting of arrays and objects trellis writes and reads back: a container inside
 /// more than this many others is refused by every reader and, before writing, by every writer.
 inline constexpr int max_json_depth = 512;
