@@ -15,6 +15,7 @@ trellis_add_test_executable(trellis_persist_tests
   ${CMAKE_CURRENT_LIST_DIR}/failpoint_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/journal_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_writable_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/line_log_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lock_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sidecar_test.cpp)
 target_link_libraries(trellis_persist_tests PRIVATE OpenSSL::Crypto)
