@@ -288,8 +288,11 @@ TEST_CASE("durable: sync: an injected write failure is refused and nothing is ac
   }
 }
 
-TEST_CASE("durable: sync: sends after an injected write failure work") {
+TEST_CASE("durable: sync: sends after an injected write failure before the rename work") {
+  // After the rename the outcome is unknown, and the machine refuses later sends: see
+  // "durable: an unknown write outcome makes the machine unusable until it is reopened".
   for (const std::string& fp : sidecar_failpoints) {
+    if (!fails_before_rename(fp)) continue;
     INFO("failpoint " << fp);
     ScratchDir dir;
     const fs::path file = dir / "doc.json";
