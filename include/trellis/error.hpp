@@ -118,6 +118,17 @@ class persist_error : public error {
   std::error_code code_;
 };
 
+/// A write failed at a step after which the file may already hold the new content: the rename
+/// of a new sidecar was done but the directory fsync that makes it durable failed, or a
+/// journal line whose append failed could not be cut back. Whether that content survives a
+/// crash is unknown, so it was neither acknowledged nor can it be called refused; the
+/// operation text says which. A DurableStateMachine that meets one refuses every later send
+/// until it is reopened (and then starts from what is on disk).
+class persist_outcome_unknown : public persist_error {
+ public:
+  using persist_error::persist_error;
+};
+
 /// A value was about to be persisted that JSON text cannot carry back as it is: a NaN or
 /// infinite number (JSON writes them as `null`), or nesting deeper than the readers accept
 /// (`max_json_depth`). Raised before anything is written or acknowledged, so nothing is lost.

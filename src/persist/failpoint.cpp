@@ -4,6 +4,7 @@
 #include "trellis/persist/failpoint.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -25,11 +26,23 @@ std::atomic<std::uint8_t> failpoint_state{failpoints_unknown};
 namespace {
 
 struct Armed {
-  std::string_view name;  // points into failpoint_names
-  FailpointAction action;
-  unsigned from_hit;
+  std::string_view name;  // points into failpoint_names or io_failpoint_names
+  FailpointArming arming;
   unsigned hits = 0;
 };
+
+// The errno names the environment accepts after the colon.
+struct ErrnoName {
+  std::string_view name;
+  int value;
+};
+constexpr std::array<ErrnoName, 5> errno_names = {{
+    {"EIO", EIO},
+    {"ENOSPC", ENOSPC},
+    {"EDQUOT", EDQUOT},
+    {"EROFS", EROFS},
+    {"EFBIG", EFBIG},
+}};
 
 struct Registry {
   std::mutex mutex;
@@ -43,14 +56,22 @@ Registry& registry() {
 }
 
 std::string_view known_name(std::string_view name) {
-  const auto* found = std::find(failpoint_names.begin(), failpoint_names.end(), name);
-  return found == failpoint_names.end() ? std::string_view{} : *found;
+  if (const auto* found = std::find(failpoint_names.begin(), failpoint_names.end(), name);
+      found != failpoint_names.end()) {
+    return *found;
+  }
+  const auto* found = std::find(io_failpoint_names.begin(), io_failpoint_names.end(), name);
+  return found == io_failpoint_names.end() ? std::string_view{} : *found;
 }
 
 std::string known_list() {
   std::string list;
   for (std::string_view name : failpoint_names) {
     list += list.empty() ? "" : ", ";
+    list += name;
+  }
+  for (std::string_view name : io_failpoint_names) {
+    list += ", ";
     list += name;
   }
   return list;
@@ -61,11 +82,24 @@ void publish(Registry& r) {
                                 std::memory_order_relaxed);
 }
 
-void arm_locked(Registry& r, std::string_view name, FailpointAction action, unsigned from_hit) {
+void arm_locked(Registry& r, std::string_view name, FailpointArming arming) {
   std::erase_if(r.armed, [&](const Armed& a) { return a.name == name; });
-  if (action != FailpointAction::none) {
-    r.armed.push_back({name, action, std::max(from_hit, 1U)});
+  if (arming.action != FailpointAction::none) {
+    arming.from_hit = std::max(arming.from_hit, 1U);
+    r.armed.push_back({name, arming});
   }
+}
+
+// A decimal hit count in 1..10^9, or 0 when `text` is not one.
+unsigned parse_hit(std::string_view text) {
+  const std::string digits(text);
+  char* end = nullptr;
+  const unsigned long parsed = std::strtoul(digits.c_str(), &end, 10);
+  if (digits.empty() || digits.front() == '-' || digits.front() == '+' || *end != '\0' ||
+      parsed > 1'000'000'000UL) {
+    return 0;
+  }
+  return static_cast<unsigned>(parsed);
 }
 
 [[noreturn]] void environment_error(const std::string& text) {
@@ -89,26 +123,37 @@ void read_environment_locked(Registry& r) {
     if (item.empty()) {
       continue;
     }
-    unsigned from_hit = 1;
+    FailpointArming arming;
     if (const std::size_t at = item.find('@'); at != std::string_view::npos) {
-      const std::string count(item.substr(at + 1));
-      char* end = nullptr;
-      const unsigned long parsed = std::strtoul(count.c_str(), &end, 10);
-      if (count.empty() || *end != '\0' || parsed == 0 || parsed > 1'000'000'000UL) {
+      const std::string_view range = item.substr(at + 1);
+      const std::size_t dash = range.find('-');
+      arming.from_hit = parse_hit(range.substr(0, dash));
+      if (arming.from_hit == 0) {
         environment_error("bad hit count in '" + std::string(item) + "'");
       }
-      from_hit = static_cast<unsigned>(parsed);
+      if (dash != std::string_view::npos) {
+        const unsigned to_hit = parse_hit(range.substr(dash + 1));
+        if (to_hit < arming.from_hit) {
+          environment_error("bad hit range in '" + std::string(item) + "'");
+        }
+        arming.times = to_hit - arming.from_hit + 1;
+      }
       item = item.substr(0, at);
     }
-    FailpointAction action = FailpointAction::kill;
     if (const std::size_t colon = item.find(':'); colon != std::string_view::npos) {
       const std::string_view verb = item.substr(colon + 1);
+      const auto* errno_name = std::find_if(errno_names.begin(), errno_names.end(),
+                                            [&](const ErrnoName& e) { return e.name == verb; });
       if (verb == "kill") {
-        action = FailpointAction::kill;
+        arming.action = FailpointAction::kill;
       } else if (verb == "error") {
-        action = FailpointAction::error;
+        arming.action = FailpointAction::error;
+      } else if (errno_name != errno_names.end()) {
+        arming.action = FailpointAction::error;
+        arming.error_number = errno_name->value;
       } else {
-        environment_error("unknown action '" + std::string(verb) + "' (kill or error)");
+        environment_error("unknown action '" + std::string(verb) +
+                          "' (kill, error, EIO, ENOSPC, EDQUOT, EROFS or EFBIG)");
       }
       item = item.substr(0, colon);
     }
@@ -116,22 +161,30 @@ void read_environment_locked(Registry& r) {
     if (name.empty()) {
       environment_error("unknown failpoint '" + std::string(item) + "'");
     }
-    arm_locked(r, name, action, from_hit);
+    arm_locked(r, name, arming);
   }
 }
 
 }  // namespace
 
 void arm_failpoint(std::string_view name, FailpointAction action, unsigned from_hit) {
+  arm_failpoint(name, FailpointArming{.action = action, .from_hit = from_hit});
+}
+
+void arm_failpoint(std::string_view name, FailpointArming arming) {
   const std::string_view known = known_name(name);
   if (known.empty()) {
     throw error("trellis: unknown failpoint '" + std::string(name) +
                 "' (known failpoints: " + known_list() + ")");
   }
+  if (arming.action == FailpointAction::error && arming.error_number <= 0) {
+    throw error("trellis: failpoint '" + std::string(name) + "' armed with errno " +
+                std::to_string(arming.error_number) + " (an errno is positive)");
+  }
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   read_environment_locked(r);
-  arm_locked(r, known, action, from_hit);
+  arm_locked(r, known, arming);
   publish(r);
 }
 
@@ -146,8 +199,10 @@ void disarm_failpoints() noexcept {
 }
 
 ScopedFailpoint::ScopedFailpoint(std::string_view name, FailpointAction action, unsigned from_hit)
-    : name_(name) {
-  arm_failpoint(name, action, from_hit);
+    : ScopedFailpoint(name, FailpointArming{.action = action, .from_hit = from_hit}) {}
+
+ScopedFailpoint::ScopedFailpoint(std::string_view name, FailpointArming arming) : name_(name) {
+  arm_failpoint(name, arming);
   name_ = known_name(name);  // the static spelling: the caller's string may not outlive us
 }
 
@@ -160,22 +215,27 @@ ScopedFailpoint::~ScopedFailpoint() {
 
 namespace detail {
 
-FailpointAction failpoint_take_hit(std::string_view name) noexcept {
+FailpointHit failpoint_take_hit(std::string_view name) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   read_environment_locked(r);
   publish(r);
   for (Armed& a : r.armed) {
-    if (a.name == name && ++a.hits >= a.from_hit) {
-      return a.action;
+    if (a.name != name) {
+      continue;
     }
+    const unsigned hit = ++a.hits;
+    const FailpointArming& arming = a.arming;
+    if (hit >= arming.from_hit && (arming.times == 0 || hit - arming.from_hit < arming.times)) {
+      return {arming.action, arming.error_number};
+    }
+    return {};
   }
-  return FailpointAction::none;
+  return {};
 }
 
-void failpoint_fire(std::string_view name, FailpointAction action,
-                    const std::filesystem::path& file) {
-  switch (action) {
+void failpoint_fire(std::string_view name, FailpointHit hit, const std::filesystem::path& file) {
+  switch (hit.action) {
     case FailpointAction::none:
       return;
     case FailpointAction::kill:
@@ -183,8 +243,21 @@ void failpoint_fire(std::string_view name, FailpointAction action,
       std::abort();  // not reached: SIGKILL cannot be caught
     case FailpointAction::error:
       throw persist_error(file, "injected failure at failpoint " + std::string(name),
-                          errno_code(EIO));
+                          errno_code(hit.error_number));
   }
+}
+
+int failpoint_errno_of(FailpointHit hit) {
+  switch (hit.action) {
+    case FailpointAction::none:
+      return 0;
+    case FailpointAction::kill:
+      std::raise(SIGKILL);
+      std::abort();  // not reached: SIGKILL cannot be caught
+    case FailpointAction::error:
+      return hit.error_number;
+  }
+  return 0;
 }
 
 }  // namespace detail

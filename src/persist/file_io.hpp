@@ -1,11 +1,15 @@
 #pragma once
 // Private to src/persist: thin POSIX helpers shared by the sidecar, its lock and the journal.
-// They report errno values instead of throwing, so each caller names the step that failed.
+// They report errno values instead of throwing, so each caller names the step that failed
+// (the temporary files' helpers, which name their own file, throw persist_error).
 
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+
+#include "trellis/persist/failpoint.hpp"
 
 namespace trellis::detail {
 
@@ -31,6 +35,16 @@ class unique_fd {
   int fd_ = -1;
 };
 
+/// Makes the system call `call` (which returns 0 or an errno) unless the io failpoint `name`
+/// injects an errno (see failpoint.hpp); returns 0 or the errno.
+template <class Call>
+int io_step(std::string_view name, Call&& call) {
+  if (const int injected = io_failpoint(name); injected != 0) {
+    return injected;
+  }
+  return call();
+}
+
 /// `errno` as a std::error_code.
 std::error_code errno_code(int value) noexcept;
 
@@ -42,6 +56,30 @@ int read_all(int fd, std::string& out);
 
 /// The directory that holds `file` ("." for a bare file name).
 std::filesystem::path parent_directory(const std::filesystem::path& file);
+
+/// Creates a temporary file "<path>.tmp-<pid>-<n>" beside `path` (O_WRONLY | O_CREAT | O_EXCL,
+/// mode 0600, plus `extra_flags`) under the first free name; returns it open with its name.
+/// Throws persist_error naming `path`.
+std::pair<unique_fd, std::string> create_temp_file(const std::filesystem::path& path,
+                                                   int extra_flags = 0);
+
+/// Removes the temporary files create_temp_file left beside `path` (a process died before
+/// renaming them); returns how many. Throws persist_error naming `path`.
+std::size_t remove_temp_files(const std::filesystem::path& path);
+
+/// Removes a temporary file at scope exit unless the rename has consumed it.
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
+  ~TempFileGuard();
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+  const std::string& path() const noexcept { return path_; }
+  void renamed() noexcept { path_.clear(); }
+
+ private:
+  std::string path_;
+};
 
 /// fsync(2) of a directory, so that a rename or a new entry in it survives power loss;
 /// 0 or an errno.

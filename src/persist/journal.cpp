@@ -24,6 +24,8 @@ using reason = recovery_error::reason;
 using detail::errno_code;
 using detail::Refusal;
 
+int sync_data(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
+
 std::optional<Refusal> decode_line(std::string_view text, JournalEntry& out) {
   nlohmann::json doc;
   if (auto bad = detail::parse_json(text, doc)) {
@@ -60,6 +62,13 @@ std::filesystem::path journal_path_for(const std::filesystem::path& sidecar) {
 }
 
 std::string encode_journal_line(const JournalEntry& entry) {
+  for (const auto& [key, value] :
+       {std::pair<const char*, const nlohmann::json*>{"event", &entry.event},
+        {"from", &entry.from},
+        {"to", &entry.to}}) {
+    detail::check_writable_member(*value, key,
+                                  "the journal line of epoch " + std::to_string(entry.epoch));
+  }
   // As in encode_sidecar: each value dumped once, the canonical text assembled exactly as
   // nlohmann::json::dump() prints the sorted object.
   const std::string epoch = std::to_string(entry.epoch);
@@ -141,7 +150,10 @@ Journal::Journal(std::filesystem::path path) : path_(std::move(path)) {
   if (::fstat(fd.get(), &info) != 0) {
     throw persist_error(path_, "stat the journal", errno_code(errno));
   }
-  if (const int e = detail::fsync_directory(detail::parent_directory(path_)); e != 0) {
+  if (const int e =
+          detail::io_step("journal.dir_fsync",
+                          [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
+      e != 0) {
     throw persist_error(path_, "fsync the journal's directory", errno_code(e));
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
@@ -158,7 +170,8 @@ Journal::Journal(Journal&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
       size_(other.size_),
-      broken_(other.broken_) {}
+      broken_(other.broken_),
+      directory_unconfirmed_(other.directory_unconfirmed_) {}
 
 Journal& Journal::operator=(Journal&& other) noexcept {
   if (this != &other) {
@@ -169,6 +182,7 @@ Journal& Journal::operator=(Journal&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     size_ = other.size_;
     broken_ = other.broken_;
+    directory_unconfirmed_ = other.directory_unconfirmed_;
   }
   return *this;
 }
@@ -181,15 +195,45 @@ void Journal::append(const JournalEntry& entry) {
   std::string line;
   try {
     line = encode_journal_line(entry);
+  } catch (const unwritable_value& e) {
+    throw unwritable_value(
+        "journal '" + path_.string() + "' (epoch " + std::to_string(entry.epoch) + ")", e.member(),
+        e.reason());
   } catch (const nlohmann::json::exception& e) {
     throw persist_error(path_, std::string("cannot encode the entry: ") + e.what());
   }
 
+  if (directory_unconfirmed_) {
+    // reset()'s rename is not known to be durable: a line written into the new file now could
+    // vanish with it in a crash. Nothing is written until the directory is synced.
+    if (const int e = detail::io_step(
+            "journal.dir_fsync",
+            [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
+        e != 0) {
+      throw persist_error(path_, "fsync its directory after the compaction's rename",
+                          errno_code(e));
+    }
+    directory_unconfirmed_ = false;
+  }
+
   // Undoes a partial or unsynced line, so that the next append does not bury a torn line in
-  // the middle of the file (which read_journal would then refuse).
+  // the middle of the file (which read_journal would then refuse). If the cut fails, the line
+  // may stay (and be replayed): the outcome is unknown, and every later append is refused.
   const auto fail = [&](const std::string& operation, int e) {
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0 || ::fdatasync(fd_) != 0) {
+    const int cut = detail::io_step("journal.ftruncate", [&] {
+      return ::ftruncate(fd_, static_cast<off_t>(size_)) == 0 ? 0 : errno;
+    });
+    const int synced =
+        cut != 0 ? 0 : detail::io_step("journal.fdatasync", [&] { return sync_data(fd_); });
+    if (cut != 0 || synced != 0) {
       broken_ = true;
+      throw persist_outcome_unknown(path_,
+                                    operation + " (" + errno_code(e).message() +
+                                        "), then cut the line back (" +
+                                        (cut != 0 ? "ftruncate: " + errno_code(cut).message()
+                                                  : "fdatasync: " + errno_code(synced).message()) +
+                                        "): the journal may hold the line",
+                                    errno_code(e));
     }
     throw persist_error(path_, operation, errno_code(e));
   };
@@ -200,29 +244,33 @@ void Journal::append(const JournalEntry& entry) {
       (void)detail::write_all(fd_, std::string_view(line).substr(0, line.size() / 2));
     });
   } catch (const persist_error& injected) {
-    fail(injected.operation(), EIO);
+    fail(injected.operation(), injected.code().value());
   }
   // One write(2) for the whole line; a short write (disk full) is a failure, not a retry, so
   // a line is never assembled from pieces that another crash could separate.
   ssize_t written = 0;
-  do {
-    written = ::write(fd_, line.data(), line.size());
-  } while (written < 0 && errno == EINTR);
-  if (written < 0) {
-    fail("append a line", errno);
+  if (const int e = detail::io_step("journal.write",
+                                    [&] {
+                                      do {
+                                        written = ::write(fd_, line.data(), line.size());
+                                      } while (written < 0 && errno == EINTR);
+                                      return written < 0 ? errno : 0;
+                                    });
+      e != 0) {
+    fail("append a line", e);
   }
   if (static_cast<std::size_t>(written) != line.size()) {
     fail("append a line (short write)", ENOSPC);
   }
-  if (::fdatasync(fd_) != 0) {
-    fail("fdatasync after appending a line", errno);
+  if (const int e = detail::io_step("journal.fdatasync", [&] { return sync_data(fd_); }); e != 0) {
+    fail("fdatasync after appending a line", e);
   }
   try {
     // Stands for an error reported after the line reached the disk: the caller will not
     // acknowledge it, so the line must go (or the next append would repeat its epoch).
     failpoint("journal.after_append", path_);
   } catch (const persist_error& injected) {
-    fail(injected.operation(), EIO);
+    fail(injected.operation(), injected.code().value());
   }
   size_ += line.size();
 }
@@ -231,14 +279,58 @@ void Journal::truncate(std::uint64_t size) {
   if (fd_ < 0) {
     throw persist_error(path_, "truncate a moved-from journal");
   }
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
-    throw persist_error(path_, "truncate to " + std::to_string(size) + " bytes", errno_code(errno));
+  if (const int e = detail::io_step(
+          "journal.ftruncate",
+          [&] { return ::ftruncate(fd_, static_cast<off_t>(size)) == 0 ? 0 : errno; });
+      e != 0) {
+    throw persist_error(path_, "truncate to " + std::to_string(size) + " bytes", errno_code(e));
   }
-  if (::fdatasync(fd_) != 0) {
-    throw persist_error(path_, "fdatasync after truncating", errno_code(errno));
-  }
+  // The file is `size` bytes long now, durable or not: a later cut-back must not go past it
+  // (ftruncate to a larger size would fill the gap with zeros).
   size_ = size;
+  if (const int e = detail::io_step("journal.fdatasync", [&] { return sync_data(fd_); }); e != 0) {
+    broken_ = true;  // the cut may not be on disk: appending after it could bury the old tail
+    throw persist_error(path_, "fdatasync after truncating", errno_code(e));
+  }
   broken_ = false;
+}
+
+void Journal::reset() {
+  if (fd_ < 0) {
+    throw persist_error(path_, "reset a moved-from journal");
+  }
+  auto [fd, temp_path] = detail::create_temp_file(path_, O_APPEND);
+  detail::TempFileGuard temp(std::move(temp_path));
+  if (const int e = detail::io_step("journal.fsync",
+                                    [&fd = fd] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
+      e != 0) {
+    throw persist_error(path_, "fsync the empty journal '" + temp.path() + "'", errno_code(e));
+  }
+  if (const int e = detail::io_step(
+          "journal.rename",
+          [&] { return ::rename(temp.path().c_str(), path_.c_str()) == 0 ? 0 : errno; });
+      e != 0) {
+    throw persist_error(path_, "rename the empty journal '" + temp.path() + "' over it",
+                        errno_code(e));
+  }
+  temp.renamed();
+  // The path names the new file now: append there, whatever the directory fsync says.
+  ::close(std::exchange(fd_, fd.release()));
+  size_ = 0;
+  broken_ = false;
+  directory_unconfirmed_ = true;
+  if (const int e =
+          detail::io_step("journal.dir_fsync",
+                          [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
+      e != 0) {
+    throw persist_error(path_, "fsync its directory after replacing it by an empty journal",
+                        errno_code(e));
+  }
+  directory_unconfirmed_ = false;
+}
+
+std::size_t remove_journal_temps(const std::filesystem::path& journal) {
+  return detail::remove_temp_files(journal);
 }
 
 }  // namespace trellis

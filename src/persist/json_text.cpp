@@ -120,6 +120,15 @@ void check_writable(const nlohmann::json& document, const std::string& object) {
   if (!why.empty()) throw unwritable_value(object, std::move(pointer), std::move(why));
 }
 
+void check_writable_member(const nlohmann::json& value, std::string_view key,
+                           const std::string& object) {
+  std::string pointer;
+  std::string why = unwritable(value, 1, pointer);
+  if (!why.empty()) {
+    throw unwritable_value(object, "/" + pointer_token(key) + pointer, std::move(why));
+  }
+}
+
 std::optional<Refusal> check_present(const nlohmann::json& object, const char* key) {
   if (!object.contains(key)) {
     return Refusal{reason::bad_field, quoted_key(key) + " is missing"};

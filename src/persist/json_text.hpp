@@ -23,6 +23,12 @@ using trellis::max_json_depth;
 /// writer is about to dump, before anything is written or acknowledged.
 void check_writable(const nlohmann::json& document, const std::string& object);
 
+/// check_writable for the member `key` of a top-level object, without building that object:
+/// `value` is walked at depth 1 and a refusal names "/<key>/...". For writers whose other
+/// top-level members are scalars they wrote themselves (the sidecar, a journal line).
+void check_writable_member(const nlohmann::json& value, std::string_view key,
+                           const std::string& object);
+
 /// A refusal: the reason code and the human detail, before the file name is attached.
 struct Refusal {
   recovery_error::reason why;

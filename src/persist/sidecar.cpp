@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <ctime>
@@ -25,11 +24,11 @@ namespace trellis {
 namespace {
 
 using reason = recovery_error::reason;
+using detail::create_temp_file;
 using detail::errno_code;
 using detail::Refusal;
+using detail::TempFileGuard;
 using detail::unique_fd;
-
-constexpr std::string_view kTempInfix = ".tmp-";
 
 std::string with_suffix(const std::filesystem::path& path, std::string_view suffix) {
   std::string text = path.string();
@@ -37,39 +36,9 @@ std::string with_suffix(const std::filesystem::path& path, std::string_view suff
   return text;
 }
 
-// Removes the temporary file unless the rename has consumed it.
-class TempFileGuard {
- public:
-  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
-  ~TempFileGuard() {
-    if (!path_.empty()) {
-      ::unlink(path_.c_str());
-    }
-  }
-  TempFileGuard(const TempFileGuard&) = delete;
-  TempFileGuard& operator=(const TempFileGuard&) = delete;
-  const std::string& path() const noexcept { return path_; }
-  void renamed() noexcept { path_.clear(); }
-
- private:
-  std::string path_;
-};
-
-std::pair<unique_fd, std::string> create_temp_file(const std::filesystem::path& path) {
-  static std::atomic<unsigned> counter{0};
-  const std::string stem = with_suffix(path, kTempInfix) + std::to_string(::getpid()) + "-";
-  for (int attempt = 0;; ++attempt) {
-    std::string candidate = stem + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-    unique_fd fd(::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
-                        S_IRUSR | S_IWUSR));
-    if (fd) {
-      return {std::move(fd), std::move(candidate)};
-    }
-    // EEXIST: a temporary file left by a dead process that had our pid; take the next name.
-    if (errno != EEXIST || attempt >= 100) {
-      throw persist_error(path, "create the temporary file '" + candidate + "'", errno_code(errno));
-    }
-  }
+// How unwritable_value names the sidecar at `path`.
+std::string sidecar_object(const std::filesystem::path& path) {
+  return "sidecar '" + path.string() + "'";
 }
 
 [[noreturn]] void refuse(const std::filesystem::path& file, Refusal refusal) {
@@ -107,6 +76,10 @@ std::string iso8601_utc(std::chrono::system_clock::time_point time) {
 }
 
 std::string encode_sidecar(const SidecarRecord& record) {
+  // The other members are scalars written here; only the state can hold what JSON text
+  // cannot carry back (a NaN, an infinity, nesting past the readers' limit).
+  detail::check_writable_member(record.state, "state",
+                                "the sidecar of machine " + nlohmann::json(record.machine).dump());
   // Each value is dumped once. The canonical text is assembled exactly as nlohmann::json::dump()
   // prints the object of these members (sorted keys, no spaces), which is what a reader
   // recomputes; sidecar_test checks the two agree.
@@ -245,66 +218,76 @@ std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
   return decode_sidecar(bytes, expected_machine, path);
 }
 
+void check_sidecar_state(const std::filesystem::path& path, const nlohmann::json& state) {
+  detail::check_writable_member(state, "state", sidecar_object(path));
+}
+
 void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record) {
   std::string bytes;
   try {
     bytes = encode_sidecar(record);
+  } catch (const unwritable_value& e) {
+    throw unwritable_value(sidecar_object(path), e.member(), e.reason());
   } catch (const nlohmann::json::exception& e) {
     throw persist_error(path, std::string("cannot encode the record: ") + e.what());
   }
 
   auto [fd, temp_path] = create_temp_file(path);
   TempFileGuard temp(std::move(temp_path));
-  if (const int e = detail::write_all(fd.get(), bytes); e != 0) {
+  if (const int e = detail::io_step("sidecar.write",
+                                    [&, &fd = fd] { return detail::write_all(fd.get(), bytes); });
+      e != 0) {
     throw persist_error(path, "write the temporary file '" + temp.path() + "'", errno_code(e));
   }
   failpoint("sidecar.after_temp_write", path);
-  if (::fsync(fd.get()) != 0) {
-    throw persist_error(path, "fsync the temporary file '" + temp.path() + "'", errno_code(errno));
+  if (const int e = detail::io_step("sidecar.fsync",
+                                    [&fd = fd] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
+      e != 0) {
+    throw persist_error(path, "fsync the temporary file '" + temp.path() + "'", errno_code(e));
   }
   failpoint("sidecar.after_temp_fsync", path);
   if (const int e = fd.close(); e != 0) {
     throw persist_error(path, "close the temporary file '" + temp.path() + "'", errno_code(e));
   }
-  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
-    throw persist_error(path, "rename '" + temp.path() + "' over it", errno_code(errno));
+  if (const int e = detail::io_step(
+          "sidecar.rename",
+          [&] { return ::rename(temp.path().c_str(), path.c_str()) == 0 ? 0 : errno; });
+      e != 0) {
+    throw persist_error(path, "rename '" + temp.path() + "' over it", errno_code(e));
   }
   temp.renamed();
 
-  failpoint("sidecar.after_rename", path);
+  // From here on the file holds the new record: a failure leaves its durability unknown.
+  const auto unknown = [&](const std::string& operation, std::error_code code) {
+    return persist_outcome_unknown(
+        path,
+        operation + " (the file holds the new record; whether it survives a crash is unknown)",
+        code);
+  };
+  try {
+    failpoint("sidecar.after_rename", path);
+  } catch (const persist_error& injected) {
+    throw unknown(injected.operation(), injected.code());
+  }
   const std::filesystem::path directory = detail::parent_directory(path);
   unique_fd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    throw persist_error(path, "open its directory to fsync the rename", errno_code(errno));
+    throw unknown("open its directory to fsync the rename", errno_code(errno));
   }
-  failpoint("sidecar.before_dir_fsync", path);
-  if (::fsync(dir.get()) != 0) {
-    throw persist_error(path, "fsync its directory after the rename", errno_code(errno));
+  try {
+    failpoint("sidecar.before_dir_fsync", path);
+  } catch (const persist_error& injected) {
+    throw unknown(injected.operation(), injected.code());
+  }
+  if (const int e =
+          detail::io_step("sidecar.dir_fsync", [&] { return ::fsync(dir.get()) == 0 ? 0 : errno; });
+      e != 0) {
+    throw unknown("fsync its directory after the rename", errno_code(e));
   }
 }
 
 std::size_t remove_sidecar_temps(const std::filesystem::path& path) {
-  const std::string prefix = path.filename().string() + std::string(kTempInfix);
-  std::error_code ec;
-  std::filesystem::directory_iterator it(detail::parent_directory(path), ec);
-  if (ec) {
-    throw persist_error(path, "list its directory for stale temporary files", ec);
-  }
-  std::size_t removed = 0;
-  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with(prefix) && std::filesystem::remove(it->path(), ec)) {
-      ++removed;
-    }
-    if (ec) {
-      throw persist_error(path, "remove the stale temporary file '" + it->path().string() + "'",
-                          ec);
-    }
-  }
-  if (ec) {
-    throw persist_error(path, "list its directory for stale temporary files", ec);
-  }
-  return removed;
+  return detail::remove_temp_files(path);
 }
 
 std::filesystem::path quarantine_sidecar(const std::filesystem::path& path) {

@@ -102,6 +102,7 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
                                const DurableOptions& options, S initial) {
     detail::Recovered<S> found{std::move(initial), 0, std::nullopt};
     report_.temps_removed = remove_sidecar_temps(path);
+    if (options.journal) report_.temps_removed += remove_journal_temps(journal_path_for(path));
     try {
       if (std::optional<SidecarRecord> record = load_sidecar(path, name)) {
         found.state = decode_state(path, *record, options);

@@ -38,7 +38,9 @@ struct JournalEntry {
 /// The journal file beside `sidecar`: "<sidecar>.journal".
 std::filesystem::path journal_path_for(const std::filesystem::path& sidecar);
 
-/// The bytes of one journal line for `entry`, newline included.
+/// The bytes of one journal line for `entry`, newline included. Throws unwritable_value
+/// (naming the member, "/to/...") when the event or a state holds a NaN or an infinity, or
+/// nests deeper than `max_json_depth` counted from the line's top level.
 std::string encode_journal_line(const JournalEntry& entry);
 
 /// A last line that a crash cut short (or garbled) and that `read_journal` ignored.
@@ -76,16 +78,26 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  /// Appends one line with a single write(2), then fdatasync. On failure the file is cut
+  /// Appends one line with a single write(2), then fdatasync. A value that cannot be written
+  /// as it is raises unwritable_value before anything is written. On failure the file is cut
   /// back to its previous size (no torn line is left for later appends to bury) and
-  /// persist_error is thrown; if even that cut fails, every later append throws too.
+  /// persist_error is thrown; if even that cut fails, the line may stay: the error is then a
+  /// persist_outcome_unknown, and every later append throws too.
   void append(const JournalEntry& entry);
 
-  /// Cuts the file to `size` bytes and fdatasyncs (drop a torn tail). Throws persist_error.
+  /// Cuts the file to `size` bytes and fdatasyncs (drop a torn tail). Throws persist_error;
+  /// if the cut was made but not synced, every later append throws too.
   void truncate(std::uint64_t size);
 
-  /// Empties the journal (after its entries were compacted into the sidecar).
-  void reset() { truncate(0); }
+  /// Empties the journal (after its entries were compacted into the sidecar) by putting a
+  /// fresh empty file in its place: create "<journal>.tmp-<pid>-<n>", fsync it, rename it over
+  /// the journal, fsync the directory. A failure before the rename leaves the journal as it
+  /// was (and appendable) and throws persist_error. If only the directory fsync fails, the
+  /// new empty file is in place and appended to, and persist_error is thrown; either file is
+  /// a valid journal after a crash, since the sidecar holds everything the old one held, and
+  /// the next append fsyncs the directory first (failing, and writing nothing, if it still
+  /// cannot). Never truncates in place.
+  void reset();
 
   /// The file's size as this writer knows it.
   std::uint64_t size() const noexcept { return size_; }
@@ -97,6 +109,12 @@ class Journal {
   int fd_ = -1;
   std::uint64_t size_ = 0;
   bool broken_ = false;
+  bool directory_unconfirmed_ = false;  // reset()'s rename not yet known to be durable
 };
+
+/// Removes the temporary files `Journal::reset` left beside the journal `journal` when its
+/// process died before renaming them; returns how many. Call it only while holding the
+/// sidecar's SidecarLock.
+std::size_t remove_journal_temps(const std::filesystem::path& journal);
 
 }  // namespace trellis

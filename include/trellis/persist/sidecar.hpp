@@ -51,9 +51,16 @@ std::string iso8601_utc(
     std::chrono::system_clock::time_point time = std::chrono::system_clock::now());
 
 /// The bytes of a sidecar holding `record` (one line of JSON and a newline). Writes
-/// `record.updated_at` as given. Throws nlohmann::json::type_error if the state holds a string
-/// that is not UTF-8.
+/// `record.updated_at` as given. Throws unwritable_value (naming the member, "/state/...")
+/// if the state holds a NaN or an infinity (which JSON would write as null) or nests deeper
+/// than `max_json_depth` counted from the sidecar's top level (which the reader refuses), and
+/// nlohmann::json::type_error if it holds a string that is not UTF-8.
 std::string encode_sidecar(const SidecarRecord& record);
+
+/// Throws unwritable_value naming the sidecar at `path` when `state` cannot be a sidecar's
+/// state as it is (see encode_sidecar): for a writer that must refuse a state before it
+/// acknowledges it and writes it later. store_sidecar checks by itself.
+void check_sidecar_state(const std::filesystem::path& path, const nlohmann::json& state);
 
 /// Parses and verifies the bytes of a sidecar read from `file` (used only in messages).
 /// Returns the record, or throws recovery_error with the precise reason: empty, truncated,
@@ -72,10 +79,12 @@ std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
 
 /// Atomically replaces the sidecar at `path` with `record`: a temporary file in the same
 /// directory (O_CREAT|O_EXCL, mode 0600), write, fsync, rename over `path`, fsync of the
-/// directory. On failure up to the rename, the temporary file is removed, `path` is untouched
-/// and persist_error names the file, the step and the system error. A failure of the
-/// directory fsync (after the rename) also throws persist_error: `path` then already holds
-/// `record`, but its durability is not confirmed, so the caller must not acknowledge it.
+/// directory. A state that cannot be written as it is raises unwritable_value before
+/// anything is written. On failure up to the rename, the temporary file is removed, `path` is
+/// untouched and persist_error names the file, the step and the system error. A failure after
+/// the rename (the directory fsync) throws persist_outcome_unknown, a persist_error: `path`
+/// then already holds `record`, but whether it survives a crash is unknown, so the caller can
+/// neither acknowledge it nor call it refused.
 void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record);
 
 /// Removes temporary files that `store_sidecar` left beside `path` when its process died

@@ -16,16 +16,34 @@
 /// A failed write bumps a generation: snapshots taken before it are never written, so a
 /// refused transition never reaches the disk and the disk's epoch never goes back.
 /// Lock order: graph lock, io_, gm_; events are emitted with no lock of the core held.
+///
+/// Before a transition is accepted, every mode checks that it can be written as it is (no
+/// NaN or infinity, no nesting past the readers' limit: unwritable_value) and that the epoch
+/// can count it (persist_error at 2^64-1), so a refusal never follows an acknowledgement.
+///
+/// An unknown outcome (persist_outcome_unknown: the sidecar was renamed into place but the
+/// directory fsync failed, or a journal line could not be cut back) makes a sync or group
+/// machine unusable: the file may hold a transition the machine did not publish, and neither
+/// answer can be given honestly, so every later send throws persist_error until the machine
+/// is reopened, which starts from what is on disk. Async mode does not need this: its memory
+/// is already ahead of the disk, and the writer simply tries again.
+///
+/// Async retries: a failed background write is retried (the newest state by then) after a
+/// pause that starts at 5 ms and doubles up to 1 s; flush() asks for an attempt at once.
+/// Destruction asks for one more attempt and then, if the disk keeps failing, makes at most
+/// `kStopAttempts` more, 20 ms apart, before it gives up and reports persist_failed.
 
 #include <boost/signals2/signal.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -92,9 +110,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
       {
         std::lock_guard al(am_);
         stop_ = true;
+        kick_ = true;
       }
       acv_.notify_all();
-      writer_.join();  // the writer finishes the latest snapshot first
+      writer_.join();  // the writer writes the latest snapshot first (a bounded number of tries)
     }
   }
 
@@ -118,15 +137,21 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     return epoch_;
   }
 
-  /// Async: waits until the writer has persisted every accepted transition, then updates
-  /// durable_through; rethrows a write failure the writer met. Other modes: nothing to wait for.
+  /// Async: asks the writer for an attempt now and waits until every accepted transition is
+  /// on disk, or until an attempt fails (that failure is rethrown; the writer keeps retrying);
+  /// then updates durable_through. Other modes: nothing to wait for.
   void flush() override {
     if (options_.durability != Durability::async) return;
     std::exception_ptr err;
     {
       std::unique_lock al(am_);
-      done_cv_.wait(al, [this] { return !latest_ && !writing_; });
-      err = std::exchange(async_error_, nullptr);
+      const std::uint64_t failures_before = failures_;
+      if (latest_ || writing_) {
+        kick_ = true;
+        acv_.notify_all();
+      }
+      done_cv_.wait(al, [&] { return (!latest_ && !writing_) || failures_ != failures_before; });
+      if (latest_ || writing_) err = last_error_;
     }
     {
       GraphLock lock(this->g_);
@@ -147,6 +172,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   struct Ticket {
     bool done = false;
     bool failed = false;
+    bool unknown = false;  // failed with an unknown outcome: it may be on disk
   };
   struct Accepted {
     std::uint64_t epoch = 0;
@@ -167,6 +193,37 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     } catch (const nlohmann::json::exception& e) {
       throw persist_error(path_, std::string("encoding the state as JSON: ") + e.what());
     }
+  }
+
+  /// The epoch after `current`; refuses the transition when the epoch cannot count it.
+  std::uint64_t next_epoch(std::uint64_t current) const {
+    if (current == std::numeric_limits<std::uint64_t>::max())
+      throw persist_error(path_, "count one more transition: the epoch is at its maximum, " +
+                                     std::to_string(current) + ", and would wrap to 0");
+    return current + 1;
+  }
+
+  /// The epoch a refused transition after `current` is reported with (no wrap).
+  static std::uint64_t refused_epoch(std::uint64_t current) {
+    return current == std::numeric_limits<std::uint64_t>::max() ? current : current + 1;
+  }
+
+  /// For the modes that accept before they write: refuses a state the sidecar cannot hold as
+  /// it is, as store_sidecar would (sync mode's writers check by themselves).
+  void check_storable(const S& s) const { check_sidecar_state(path_, state_json(s)); }
+
+  /// After an unknown outcome, every send is refused (see the file comment).
+  void refuse_if_unusable() const {
+    if (unusable_.load(std::memory_order_acquire))
+      throw persist_error(path_, "send refused: an earlier write's outcome is unknown (" +
+                                     unusable_why_ +
+                                     "); reopen the machine to continue from what is on disk");
+  }
+
+  void make_unusable(const std::string& why) {
+    if (unusable_.load(std::memory_order_relaxed)) return;
+    unusable_why_ = why;
+    unusable_.store(true, std::memory_order_release);
   }
 
   void write_state(const S& s, std::uint64_t epoch) {
@@ -221,13 +278,19 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
 
   SendResult send_sync(const E& e) {
     GraphLock lock(this->g_);
+    refuse_if_unusable();
     CellNode<S>* n = this->live_cell();
     SendResult result = SendResult::Transitioned;
     std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
     if (!next) return result;
-    const std::uint64_t epoch = epoch_ + 1;
+    std::uint64_t epoch = refused_epoch(epoch_);
     try {
+      epoch = next_epoch(epoch_);
       persist_one(n->value, *next, e, epoch);
+    } catch (const persist_outcome_unknown& err) {
+      make_unusable(err.what());
+      emit(PersistEvent::Kind::persist_failed, epoch, err.what());
+      throw;  // nothing changed in memory, nobody was told; the file may hold it
     } catch (const std::exception& err) {
       emit(PersistEvent::Kind::persist_failed, epoch, err.what());
       throw;  // nothing changed, nobody was told
@@ -244,15 +307,16 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     if (this->g_->mutex->held_by_me()) return send_group_alone(e);
     Ticket ticket;
     std::unique_lock gl(gm_);
+    refuse_if_unusable();
     SendResult result = SendResult::Transitioned;
     std::optional<S> next = this->decide(step_, std::as_const(tentative_), e, result);
     if (!next) return result;
-    accept(std::move(*next), &ticket);
+    accept(std::move(*next), &ticket, gl);
     if (writer_holding_) writer_cv_.notify_one();
     std::exception_ptr observer_error;
     for (;;) {
       if (ticket.done) break;
-      if (ticket.failed) throw persist_error(path_, "group write: " + failure_);
+      if (ticket.failed) throw_refused(ticket);
       if (group_writing_) {
         gcv_.wait(gl);
         continue;
@@ -295,30 +359,48 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   SendResult send_group_alone(const E& e) {
     Ticket ticket;
     std::unique_lock gl(gm_);
+    refuse_if_unusable();
     SendResult result = SendResult::Transitioned;
     std::optional<S> next = this->decide(step_, std::as_const(tentative_), e, result);
     if (!next) return result;
-    const std::uint64_t epoch = accept(std::move(*next), &ticket);
+    const std::uint64_t epoch = accept(std::move(*next), &ticket, gl);
     const Snapshot snap{tentative_, epoch, generation_};
     gl.unlock();
     persist_snapshot(snap);
     std::exception_ptr observer_error;
     publish(observer_error);
     gl.lock();
-    const bool failed = ticket.failed;
+    const Ticket outcome = ticket;
     gcv_.notify_all();
+    if (outcome.failed) throw_refused(outcome);
     gl.unlock();
-    if (failed) throw persist_error(path_, "group write: " + failure_);
     if (observer_error) std::rethrow_exception(observer_error);
     return SendResult::Transitioned;
   }
 
-  std::uint64_t accept(S&& next, Ticket* ticket) {
-    const std::uint64_t epoch = tentative_epoch_ + 1;
+  /// Queues `next` (gm_ held by `gl`), once it is known to be writable and countable: a
+  /// refusal is reported (persist_failed, with gm_ released) and thrown, and queues nothing.
+  std::uint64_t accept(S&& next, Ticket* ticket, std::unique_lock<std::mutex>& gl) {
+    std::uint64_t epoch = refused_epoch(tentative_epoch_);
+    try {
+      epoch = next_epoch(tentative_epoch_);
+      check_storable(next);
+    } catch (const std::exception& err) {
+      gl.unlock();
+      emit(PersistEvent::Kind::persist_failed, epoch, err.what());
+      throw;
+    }
     accepted_.push_back(Accepted{epoch, next, ticket});
     tentative_ = std::move(next);
     tentative_epoch_ = epoch;
     return epoch;
+  }
+
+  /// Throws for a refused ticket (gm_ held): persist_outcome_unknown if the failed write may
+  /// have put it on disk.
+  [[noreturn]] void throw_refused(const Ticket& ticket) const {
+    if (ticket.unknown) throw persist_outcome_unknown(path_, "group write: " + failure_);
+    throw persist_error(path_, "group write: " + failure_);
   }
 
   /// Writes `snap` unless a later snapshot is on disk or a failure since it was taken refused
@@ -339,8 +421,10 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
         durable_epoch_ = snap.epoch;
         event = PersistEvent{PersistEvent::Kind::persisted, path_, snap.epoch};
       } catch (const std::exception& err) {
+        const bool unknown = dynamic_cast<const persist_outcome_unknown*>(&err) != nullptr;
         std::lock_guard gl(gm_);
-        fail_pending(err.what());
+        if (unknown) make_unusable(err.what());
+        fail_pending(err.what(), unknown ? snap.epoch : 0);
         event = PersistEvent{PersistEvent::Kind::persist_failed, path_, snap.epoch, err.what()};
       }
     }
@@ -377,14 +461,16 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   }
 
   /// A write failed: every accepted transition not on disk is refused, deciding goes back to
-  /// the state on disk, and snapshots taken before now are stale (gm_ held).
-  void fail_pending(const std::string& why) {
+  /// the state on disk, and snapshots taken before now are stale (gm_ held). The transitions
+  /// up to `unknown_through` may be on disk all the same (an unknown outcome).
+  void fail_pending(const std::string& why, std::uint64_t unknown_through) {
     ++generation_;
     tentative_ = durable_state_;
     tentative_epoch_ = durable_epoch_;
     failure_ = why;
     while (!accepted_.empty() && accepted_.back().epoch > durable_epoch_) {
       accepted_.back().ticket->failed = true;
+      accepted_.back().ticket->unknown = accepted_.back().epoch <= unknown_through;
       accepted_.pop_back();
     }
   }
@@ -397,7 +483,15 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     SendResult result = SendResult::Transitioned;
     std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
     if (!next) return result;
-    const std::uint64_t epoch = ++epoch_;
+    std::uint64_t epoch = refused_epoch(epoch_);
+    try {  // refused here, before it is committed: the writer could only fail on it later
+      epoch = next_epoch(epoch_);
+      check_storable(*next);
+    } catch (const std::exception& err) {
+      emit(PersistEvent::Kind::persist_failed, epoch, err.what());
+      throw;
+    }
+    epoch_ = epoch;
     {
       std::lock_guard al(am_);
       latest_ = Snapshot{*next, epoch, 0};  // the writer persists only the newest
@@ -419,29 +513,65 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     return SendResult::Transitioned;
   }
 
+  static constexpr std::chrono::milliseconds kFirstRetry{5};
+  static constexpr std::chrono::milliseconds kLongestRetry{1000};
+  static constexpr std::chrono::milliseconds kStopRetry{20};
+  static constexpr int kStopAttempts = 3;
+
+  /// The background writer: writes the newest snapshot; after a failure, retries it (or a
+  /// newer one) after a capped exponential pause, at once when flush() or the destructor
+  /// asks (kick_); at destruction gives up after kStopAttempts failures.
   void writer_loop() {
     std::unique_lock al(am_);
+    auto pause = kFirstRetry;
+    int failed_since_stop = 0;
     for (;;) {
       acv_.wait(al, [this] { return latest_.has_value() || stop_; });
       if (!latest_) return;
+      if (retry_at_ && !kick_) {
+        if (!acv_.wait_until(al, *retry_at_, [this] { return kick_; })) retry_at_.reset();
+        continue;  // the snapshot may be newer now
+      }
+      if (stop_ && failed_since_stop >= kStopAttempts) {
+        const std::uint64_t lost = latest_->epoch;
+        latest_.reset();
+        done_cv_.notify_all();
+        al.unlock();
+        emit(PersistEvent::Kind::persist_failed, lost,
+             "the machine is being destroyed and the write still fails after " +
+                 std::to_string(kStopAttempts) + " more attempts: epoch " + std::to_string(lost) +
+                 " is not on disk");
+        return;
+      }
+      kick_ = false;
+      retry_at_.reset();
       Snapshot snap = std::move(*latest_);
       latest_.reset();
       writing_ = true;
+      const auto wait = stop_ ? kStopRetry : pause;
       al.unlock();
       std::exception_ptr err;
       try {
         write_state(snap.state, snap.epoch);
         emit(PersistEvent::Kind::persisted, snap.epoch);
       } catch (const std::exception& e) {
-        emit(PersistEvent::Kind::persist_failed, snap.epoch, e.what());
         err = std::current_exception();
+        emit(PersistEvent::Kind::persist_failed, snap.epoch,
+             std::string(e.what()) + "; retrying in " + std::to_string(wait.count()) + " ms");
       }
       al.lock();
       writing_ = false;
       if (err) {
-        if (!async_error_) async_error_ = err;
+        ++failures_;
+        last_error_ = err;
+        if (stop_) ++failed_since_stop;
+        retry_at_ = std::chrono::steady_clock::now() + wait;
+        pause = std::min(pause * 2, kLongestRetry);
+        if (!latest_) latest_ = std::move(snap);  // unless a newer state supersedes it
       } else {
         written_epoch_ = snap.epoch;
+        last_error_ = nullptr;
+        pause = kFirstRetry;
       }
       done_cv_.notify_all();
     }
@@ -457,6 +587,8 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   PersistEvents events_;
   std::uint64_t epoch_;  // of the state in the cell (graph lock)
   std::size_t since_compact_ = 0;
+  std::atomic<bool> unusable_{false};  // an unknown outcome was met (see the file comment)
+  std::string unusable_why_;           // written once, before unusable_ is set
 
   // group
   std::mutex gm_;
@@ -475,14 +607,17 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   S durable_state_;               // gm_
   std::uint64_t durable_epoch_;   // gm_
 
-  // async
+  // async (am_)
   std::mutex am_;
   std::condition_variable acv_;
   std::condition_variable done_cv_;
-  std::optional<Snapshot> latest_;
+  std::optional<Snapshot> latest_;  // the newest state not yet on disk (a failed one waits here)
   bool writing_ = false;
   std::uint64_t written_epoch_ = 0;
-  std::exception_ptr async_error_;
+  std::uint64_t failures_ = 0;     // failed attempts so far
+  std::exception_ptr last_error_;  // of the last attempt, if it failed
+  std::optional<std::chrono::steady_clock::time_point> retry_at_;
+  bool kick_ = false;  // flush() or the destructor wants an attempt now
   bool stop_ = false;
   std::thread writer_;
 };
