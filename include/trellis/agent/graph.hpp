@@ -25,6 +25,12 @@
 /// crash among them leaves them to `resume`, which finishes them and returns the failure).
 /// A fork is a new run: its effects get new keys and run again.
 ///
+/// A run call holds the run's lease throughout and writes every checkpoint and effect record
+/// with its token; when the store's leases expire, a heartbeat renews it every lease_ttl/3
+/// (detail/lease_keeper.hpp). A lease lost meanwhile (another worker took the run) stops the
+/// call with run_busy, the node seeing RunContext::stop_requested(), and nothing of the step
+/// in flight is committed.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
