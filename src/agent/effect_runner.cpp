@@ -130,7 +130,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   rec.started_at = now();
   infrastructure([&] {
     trellis::failpoint("effect.before_started", run_id_);
-    store_.put_effect(rec);
+    store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_started", run_id_);
   });
   emit_("effect_started", describe(rec), true);
@@ -142,7 +142,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   rec.finished_at = now();
   infrastructure([&] {
     trellis::failpoint("effect.after_call", run_id_);
-    store_.put_effect(rec);
+    store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_receipt", run_id_);
   });
   nlohmann::json detail = describe(rec);
@@ -201,7 +201,7 @@ CompensationReport EffectRunner::compensate() {
     rec.compensates = effect.key;
     rec.issued = previous != done.end() ? previous->second->issued + 1 : 1;
     rec.started_at = now();
-    store_.put_effect(rec);
+    store_.put_effect(rec, lease_);
     emit_("compensation_started", describe(rec), true);
 
     const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
@@ -210,7 +210,7 @@ CompensationReport EffectRunner::compensate() {
         rec, [&] { return (*fn)(call, effect.result); }, "compensation");
     trellis::failpoint("compensation.after_call", run_id_);
     rec.finished_at = now();
-    store_.put_effect(rec);
+    store_.put_effect(rec, lease_);
     nlohmann::json detail = describe(rec);
     detail["compensates"] = effect.key;
     if (rec.status == EffectStatus::succeeded) {

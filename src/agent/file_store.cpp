@@ -28,6 +28,7 @@
 #include "../persist/file_io.hpp"
 #include "../persist/json_text.hpp"
 #include "checkpoint_codec.hpp"
+#include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/persist/failpoint.hpp"
@@ -359,6 +360,41 @@ struct LeaseAttempt {
   std::string holder;
 };
 
+// What the lease file says: "epoch <n> <holder id>\n<pid> <owner>\n" while it is held,
+// "epoch <n>\n" once released (so the next holder's epoch is larger), "<pid> <owner>\n" as
+// written before epochs existed (epoch 0).
+struct LeaseFile {
+  std::uint64_t epoch = 0;
+  std::string pid;  // empty: nobody holds it
+  std::string owner;
+};
+
+LeaseFile parse_lease_file(const std::string& text) {
+  LeaseFile out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    if (line.starts_with("epoch ")) {
+      std::uint64_t n = 0;
+      for (const char ch : line.substr(6)) {
+        if (ch < '0' || ch > '9') break;
+        n = n * 10 + static_cast<std::uint64_t>(ch - '0');
+      }
+      out.epoch = n;
+    } else if (const auto space = line.find(' '); space != std::string_view::npos && space > 0) {
+      out.pid = std::string(line.substr(0, space));
+      // The owner is free text (it may hold newlines): the rest of the file.
+      out.owner = text.substr(start + space + 1);
+      while (!out.owner.empty() && out.owner.back() == '\n') out.owner.pop_back();
+      break;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 LeaseAttempt try_lease(const fs::path& dir, bool sync) {
   const fs::path file = dir / kLease;
   for (int attempt = 0;; ++attempt) {
@@ -375,15 +411,12 @@ LeaseAttempt try_lease(const fs::path& dir, bool sync) {
     } while (r != 0 && errno == EINTR);
     if (r != 0) {
       if (errno != EWOULDBLOCK) fail(file, "flock", errno);
-      char text[256] = {};
+      char text[512] = {};
       const ssize_t got = ::pread(fd.get(), text, sizeof text - 1, 0);
-      std::string holder = got > 0 ? std::string(text, static_cast<std::size_t>(got)) : "";
-      while (!holder.empty() && holder.back() == '\n') holder.pop_back();
-      const auto space = holder.find(' ');
-      if (holder.empty() || space == std::string::npos)
-        holder = "another worker (holder unknown)";
-      else
-        holder = "'" + holder.substr(space + 1) + "' (pid " + holder.substr(0, space) + ")";
+      const LeaseFile held =
+          parse_lease_file(got > 0 ? std::string(text, static_cast<std::size_t>(got)) : "");
+      const std::string holder = held.pid.empty() ? "another worker (holder unknown)"
+                                                  : "'" + held.owner + "' (pid " + held.pid + ")";
       return {unique_fd(), holder};
     }
     if (!same_file(fd.get(), file)) continue;  // locked a file that was moved away: retry
@@ -391,10 +424,47 @@ LeaseAttempt try_lease(const fs::path& dir, bool sync) {
   }
 }
 
-void release_lease_fd(int fd) noexcept {
-  // Clear the holder first, so a later refusal never names a worker that has let go.
-  (void)!::ftruncate(fd, 0);
+// Replaces the lease file's content with `text` (written over the old, then cut to length:
+// a crash in between leaves the new epoch line first).
+bool write_lease_file(int fd, const std::string& text) noexcept {
+  return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+         ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+}
+
+void release_lease_fd(int fd, std::uint64_t epoch = 0) noexcept {
+  // Clear the holder first, so a later refusal never names a worker that has let go; keep the
+  // epoch, so the next holder's is larger.
+  if (epoch == 0 || !write_lease_file(fd, "epoch " + std::to_string(epoch) + "\n"))
+    (void)!::ftruncate(fd, 0);
   ::close(fd);
+}
+
+// The leases FileStore objects of this process hold, by holder id: a flock cannot be lost
+// while its descriptor is open, so a token holds its run's lease exactly as long as it is
+// here (and its descriptor is still the lease file of that run's directory).
+struct HeldLease {
+  std::string run_id;
+  int fd;
+};
+std::mutex held_leases_m;
+std::map<std::string, HeldLease, std::less<>>& held_leases() {
+  static std::map<std::string, HeldLease, std::less<>> held;
+  return held;
+}
+
+// Throws run_busy unless `lease` (unless empty: the no-token overloads, for which a flock
+// lease of this object cannot have been lost) holds the lease of run `run_id` in `dir`.
+void check_lease(const std::string& run_id, const fs::path& dir, const LeaseToken& lease) {
+  if (lease.empty()) return;
+  if (lease.run_id != run_id)
+    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
+                   "'");
+  std::lock_guard lock(held_leases_m);
+  auto it = held_leases().find(lease.holder);
+  if (it == held_leases().end() || it->second.run_id != run_id ||
+      !same_file(it->second.fd, dir / kLease))
+    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
+                   std::to_string(lease.epoch) + ") was released");
 }
 
 std::atomic<unsigned> trash_counter{0};
@@ -547,7 +617,8 @@ void FileStore::create(const Checkpoint& first) {
   rf->journal.reset();
 }
 
-void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
+                       const LeaseToken& lease) {
   auto rf = files(next.run_id);
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);
@@ -560,6 +631,7 @@ void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   if (next.seq != expected_seq + 1)
     throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
                       " cannot follow " + std::to_string(expected_seq));
+  check_lease(next.run_id, rf->dir, lease);
   std::string line;
   try {
     line = encode_line(rf->encoder.encode(next));
@@ -626,27 +698,54 @@ Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
   if (!attempt.fd)
     throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " +
                    attempt.holder);
-  // Best effort: who holds it is a courtesy for run_busy messages, not part of the lease.
-  const std::string text = std::to_string(::getpid()) + " " + std::string(owner) + "\n";
-  if (::ftruncate(attempt.fd.get(), 0) == 0)
-    (void)!::pwrite(attempt.fd.get(), text.data(), text.size(), 0);
-  // The token owns the locked descriptor: closing it is what ends the lease.
-  auto* token = new int(attempt.fd.release());
-  return Lease(std::unique_ptr<void, void (*)(void*)>(token, [](void* p) {
-    auto* fd = static_cast<int*>(p);
-    release_lease_fd(*fd);
-    delete fd;
-  }));
+  const fs::path file = dir / kLease;
+  char text[512] = {};
+  const ssize_t got = ::pread(attempt.fd.get(), text, sizeof text - 1, 0);
+  if (got < 0) fail(file, "read", errno);
+  LeaseToken token{std::string(run_id), detail::new_lease_holder(),
+                   parse_lease_file(std::string(text, static_cast<std::size_t>(got))).epoch + 1};
+  // The epoch line must be there for the next holder; who holds it is for run_busy messages.
+  if (!write_lease_file(attempt.fd.get(), "epoch " + std::to_string(token.epoch) + " " +
+                                              token.holder + "\n" + std::to_string(::getpid()) +
+                                              " " + std::string(owner) + "\n"))
+    fail(file, "write", errno);
+  struct Handle {
+    int fd;
+    LeaseToken token;
+  };
+  {
+    std::lock_guard lock(held_leases_m);
+    held_leases().insert_or_assign(token.holder, HeldLease{token.run_id, attempt.fd.get()});
+  }
+  // The handle owns the locked descriptor: closing it is what ends the lease.
+  auto* handle = new Handle{attempt.fd.release(), token};
+  return Lease(std::move(token), Lease::Handle(handle, [](void* p) {
+                 auto* h = static_cast<Handle*>(p);
+                 {
+                   std::lock_guard lock(held_leases_m);
+                   held_leases().erase(h->token.holder);
+                 }
+                 release_lease_fd(h->fd, h->token.epoch);
+                 delete h;
+               }));
 }
 
-void FileStore::put_effect(const EffectRecord& record) {
-  const std::string line = encode_line(nlohmann::json(record));
+void FileStore::renew(const LeaseToken& lease) {
+  const fs::path dir = run_directory(lease.run_id);
+  if (lease.empty())
+    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
+  check_lease(lease.run_id, dir, lease);
+}
+
+void FileStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   auto rf = files(record.run_id);
+  const std::string line = encode_line(nlohmann::json(record));
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);
   if (!guard || !rf->refresh(true, options_.sync))
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
+  check_lease(record.run_id, rf->dir, lease);
   const bool exists = rf->refresh_effects(true, options_.sync);
   rf->effect_log.append(line, options_.sync, /*create=*/!exists);
   rf->effects.put(record);
@@ -669,6 +768,7 @@ std::vector<EffectRecord> FileStore::effects(std::string_view run_id) {
 }
 
 void FileStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  check_run_id(run_id);
   std::string line;
   try {
     line = event.dump() + "\n";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
 
@@ -18,7 +19,24 @@ void MemoryStore::create(const Checkpoint& first) {
   it->second.checkpoints.push_back(first);
 }
 
-void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+// Under m_: `lease` (unless empty: the no-token overloads) must hold the run's lease. A lease
+// taken through this object cannot expire, so the empty token needs no check.
+void MemoryStore::check_lease(const std::string& run_id, const LeaseToken& lease) const {
+  if (lease.empty()) return;
+  if (lease.run_id != run_id)
+    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
+                   "'");
+  auto it = leases_.find(run_id);
+  if (it == leases_.end() || it->second.holder != lease.holder)
+    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
+                   std::to_string(lease.epoch) + ") " +
+                   (it == leases_.end() ? std::string("was released")
+                                        : "is now held by '" + it->second.owner + "'"));
+}
+
+void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
+                         const LeaseToken& lease) {
+  check_run_id(next.run_id);
   std::lock_guard lock(m_);
   auto it = runs_.find(next.run_id);
   if (it == runs_.end()) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
@@ -27,6 +45,10 @@ void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
     throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
                    std::to_string(newest.seq) + ", expected " + std::to_string(expected_seq) +
                    "): another worker advanced it");
+  if (next.seq != expected_seq + 1)
+    throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
+                      " cannot follow " + std::to_string(expected_seq));
+  check_lease(next.run_id, lease);
   it->second.checkpoints.push_back(next);
 }
 
@@ -64,39 +86,52 @@ std::vector<std::string> MemoryStore::runs() {
 }
 
 namespace {
-struct LeaseToken {
+struct MemoryLease {
   MemoryStore* store;
-  std::string run_id;
+  LeaseToken token;
 };
 }  // namespace
 
 Lease MemoryStore::lease(std::string_view run_id, std::string_view owner) {
   check_run_id(run_id);
   std::lock_guard lock(m_);
-  auto [it, fresh] = leases_.try_emplace(std::string(run_id), std::string(owner));
+  const std::string holder = detail::new_lease_holder();
+  auto [it, fresh] = leases_.try_emplace(std::string(run_id), Held{std::string(owner), holder});
   if (!fresh)
     throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by '" +
-                   it->second + "'");
-  auto* token = new LeaseToken{this, std::string(run_id)};
-  return Lease(std::unique_ptr<void, void (*)(void*)>(token, [](void* p) {
-    auto* t = static_cast<LeaseToken*>(p);
-    t->store->release(t->run_id);
-    delete t;
-  }));
+                   it->second.owner + "'");
+  LeaseToken token{std::string(run_id), holder, ++epochs_[std::string(run_id)]};
+  auto* handle = new MemoryLease{this, token};
+  return Lease(std::move(token), Lease::Handle(handle, [](void* p) {
+                 auto* l = static_cast<MemoryLease*>(p);
+                 l->store->release(l->token);
+                 delete l;
+               }));
 }
 
-void MemoryStore::release(const std::string& run_id) {
+void MemoryStore::renew(const LeaseToken& lease) {
+  check_run_id(lease.run_id);
   std::lock_guard lock(m_);
-  leases_.erase(run_id);
+  if (lease.empty())
+    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
+  check_lease(lease.run_id, lease);
 }
 
-void MemoryStore::put_effect(const EffectRecord& record) {
+void MemoryStore::release(const LeaseToken& token) {
+  std::lock_guard lock(m_);
+  if (auto it = leases_.find(token.run_id);
+      it != leases_.end() && it->second.holder == token.holder)
+    leases_.erase(it);
+}
+
+void MemoryStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   check_run_id(record.run_id);
   std::lock_guard lock(m_);
   auto it = runs_.find(record.run_id);
   if (it == runs_.end())
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
+  check_lease(record.run_id, lease);
   try {
     // Refuse what the persistent stores cannot hold (text that is not UTF-8), checking only
     // the free-form members: building the whole record's JSON would cost more than the put.
@@ -135,12 +170,14 @@ std::vector<EffectRecord> MemoryStore::effects(std::string_view run_id) {
 }
 
 void MemoryStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  check_run_id(run_id);
   std::lock_guard lock(m_);
   auto it = runs_.find(run_id);
   if (it != runs_.end()) it->second.events.push_back(event);
 }
 
 std::vector<nlohmann::json> MemoryStore::events(std::string_view run_id) {
+  check_run_id(run_id);
   std::lock_guard lock(m_);
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return {};

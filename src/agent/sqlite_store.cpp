@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
-#include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "../persist/checksum.hpp"
 #include "../persist/json_text.hpp"
 #include "checkpoint_codec.hpp"
+#include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/machine/enumeration.hpp"
@@ -69,7 +69,25 @@ CREATE TABLE IF NOT EXISTS effects(
   PRIMARY KEY(run, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS effects_in_order ON effects(run, ordinal);
 )sql",
-    // 3: every checkpoint and effect row carries the SHA-256 of its record text, as the file
+    // 3: lease epochs (a released lease keeps its row, with an empty token, for the epoch) and
+    // the holder's process as another process on the same machine can check it.
+    R"sql(
+CREATE TABLE leases_3(
+  run_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  token TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  epoch INTEGER NOT NULL DEFAULT 0,
+  host TEXT NOT NULL DEFAULT '',
+  pid_space TEXT NOT NULL DEFAULT '',
+  started INTEGER NOT NULL DEFAULT 0);
+INSERT INTO leases_3(run_id, owner, pid, token, expires_at_ms)
+  SELECT run_id, owner, pid, token, expires_at_ms FROM leases;
+DROP TABLE leases;
+ALTER TABLE leases_3 RENAME TO leases;
+)sql",
+    // 4: every checkpoint and effect row carries the SHA-256 of its record text, as the file
     // formats' lines do (rows of an older database get theirs when it is upgraded).
     R"sql(
 ALTER TABLE checkpoints ADD COLUMN checksum TEXT;
@@ -96,17 +114,6 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string random_token() {
-  static thread_local std::mt19937_64 engine{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (int i = 0; i < 2; ++i) {
-    std::uint64_t v = engine();
-    for (int d = 0; d < 16; ++d, v >>= 4) token += kHex[v & 0xF];
-  }
-  return token;
 }
 
 std::string dump(const nlohmann::json& j) {
@@ -379,12 +386,15 @@ struct SqliteStore::Db {
     all_checkpoints =
         &prepare("SELECT seq, record, checksum FROM checkpoints WHERE run=?1 ORDER BY seq");
     list_runs = &prepare("SELECT run_id FROM runs ORDER BY run_id");
-    lease_get = &prepare("SELECT owner, pid, token, expires_at_ms FROM leases WHERE run_id=?1");
+    lease_get = &prepare(
+        "SELECT owner, pid, token, expires_at_ms, epoch, host, pid_space, started FROM leases "
+        "WHERE run_id=?1");
     lease_put = &prepare(
-        "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms) "
-        "VALUES(?1, ?2, ?3, ?4, ?5)");
+        "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms, epoch, host, "
+        "pid_space, started) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     lease_renew = &prepare("UPDATE leases SET expires_at_ms=?3 WHERE run_id=?1 AND token=?2");
-    lease_delete = &prepare("DELETE FROM leases WHERE run_id=?1 AND token=?2");
+    lease_release = &prepare(
+        "UPDATE leases SET token='', owner='', expires_at_ms=0 WHERE run_id=?1 AND token=?2");
     insert_event =
         &prepare("INSERT INTO events(run, event) SELECT id, ?2 FROM runs WHERE run_id=?1");
     select_events = &prepare(
@@ -431,7 +441,7 @@ struct SqliteStore::Db {
   Stmt* lease_get = nullptr;
   Stmt* lease_put = nullptr;
   Stmt* lease_renew = nullptr;
-  Stmt* lease_delete = nullptr;
+  Stmt* lease_release = nullptr;
   Stmt* insert_event = nullptr;
   Stmt* select_events = nullptr;
   Stmt* sync_off = nullptr;
@@ -451,8 +461,42 @@ struct SqliteStore::Db {
   Stmt* delete_before = nullptr;
   Stmt* set_since_full = nullptr;
 
-  std::map<std::int64_t, Cached> cache;                  // run row id -> newest encoder
-  std::map<std::string, std::string, std::less<>> held;  // run id -> token of our leases
+  std::map<std::int64_t, Cached> cache;                 // run row id -> newest encoder
+  std::map<std::string, LeaseToken, std::less<>> held;  // run id -> our newest lease on it
+
+  // A run's row in `leases`.
+  struct LeaseRow {
+    std::string owner;
+    std::int64_t pid = 0;
+    std::string holder;  // empty: released
+    std::int64_t expires_at_ms = 0;
+    std::uint64_t epoch = 0;
+    std::string host;
+    std::string pid_space;
+    std::int64_t started = 0;
+
+    // Nobody holds it: released, expired, or its holder provably died on this machine.
+    bool free(std::int64_t now) const {
+      return holder.empty() || expires_at_ms <= now ||
+             detail::provably_dead(pid_space, pid, started);
+    }
+    std::string who() const {
+      return "'" + owner + "' (pid " + std::to_string(pid) + (host.empty() ? "" : " on " + host);
+    }
+  };
+  std::optional<LeaseRow> find_lease(std::string_view run_id) {
+    Query q(*lease_get);
+    q.bind(1, run_id);
+    if (!q.step()) return std::nullopt;
+    return LeaseRow{q.text(0),
+                    q.integer(1),
+                    q.text(2),
+                    q.integer(3),
+                    static_cast<std::uint64_t>(q.integer(4)),
+                    q.text(5),
+                    q.text(6),
+                    q.integer(7)};
+  }
 
   // The run's row: id, newest seq, records since its last full one.
   struct RunRow {
@@ -542,7 +586,7 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
     // Create the schema, or upgrade an older one in place.
     for (int v = std::max(version, 0); v < schema_version; ++v) {
       db.exec(kMigrations[v], "upgrade the schema to version " + std::to_string(v + 1));
-      if (v + 1 == 3) db.checksum_old_rows();
+      if (v + 1 == 4) db.checksum_old_rows();
     }
     if (version == -1)
       db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
@@ -590,30 +634,40 @@ void SqliteStore::create(const Checkpoint& first) {
   db.cache.insert_or_assign(id, Db::Cached{first.seq, std::move(encoder)});
 }
 
-// Inside a write transaction: our lease on the run, if we hold one, must still be ours (else
-// run_busy: another worker took the run over after it expired), and is renewed. Every write
-// that advances a run checks it, so a worker that lost the run cannot commit a step nor start
-// an effect (the started record is the fence before the external call).
-void SqliteStore::keep_lease(Db& db, const std::string& run_id) {
-  auto held = db.held.find(run_id);
-  if (held == db.held.end()) return;
-  {
-    Db::Query q(*db.lease_get);
-    q.bind(1, run_id);
-    if (!q.step() || q.text(2) != held->second)
-      throw run_busy("trellis: run '" + run_id + "': this worker's lease expired and " +
-                     (q.text(0).empty() ? std::string("was released")
-                                        : "was taken by '" + q.text(0) + "' (pid " +
-                                              std::to_string(q.integer(1)) + ")"));
+// Inside a write transaction: `lease` (for an empty one, this object's newest lease on the run,
+// if it holds one; else nothing is checked) must still hold the run's lease: the row has its
+// holder id and epoch, else run_busy (another worker took the run over after it expired, or
+// it was released). It is then renewed. Every write that advances a run checks it, so a
+// worker that lost the run can neither commit a step nor start an effect (the started record
+// is the fence before the external call). An expired lease that nobody took is still the
+// holder's: nobody else can have written to the run meanwhile.
+void SqliteStore::keep_lease(Db& db, const std::string& run_id, const LeaseToken& lease) {
+  const LeaseToken* token = &lease;
+  if (lease.empty()) {
+    auto held = db.held.find(run_id);
+    if (held == db.held.end()) return;
+    token = &held->second;
+  } else if (lease.run_id != run_id) {
+    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
+                   "'");
   }
+  const std::optional<Db::LeaseRow> row = db.find_lease(run_id);
+  if (!row || row->holder != token->holder || row->epoch != token->epoch)
+    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
+                   std::to_string(token->epoch) + ") " +
+                   (!row || row->holder.empty()
+                        ? std::string("was released")
+                        : "expired and was taken by " + row->who() + ", epoch " +
+                              std::to_string(row->epoch) + ")"));
   Db::Query(*db.lease_renew)
       .bind(1, run_id)
-      .bind(2, held->second)
+      .bind(2, token->holder)
       .bind(3, now_ms() + options_.lease_ttl.count())
       .run();
 }
 
-void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
+                         const LeaseToken& lease) {
   check_run_id(next.run_id);
   std::lock_guard lock(m_);
   Db& db = *db_;
@@ -627,7 +681,7 @@ void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
   if (next.seq != expected_seq + 1)
     throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
                       " cannot follow " + std::to_string(expected_seq));
-  keep_lease(db, next.run_id);
+  keep_lease(db, next.run_id, lease);
   auto cached = db.cache.find(run->id);
   if (cached == db.cache.end() || cached->second.seq != run->newest_seq) {
     detail::CheckpointDecoder decoder;
@@ -726,58 +780,71 @@ std::vector<std::string> SqliteStore::runs() {
 }
 
 namespace {
-struct SqliteLeaseToken {
+struct SqliteLease {
   SqliteStore* store;
-  std::string run_id;
-  std::string token;
+  LeaseToken token;
 };
 }  // namespace
 
 Lease SqliteStore::lease(std::string_view run_id, std::string_view owner) {
   check_run_id(run_id);
+  const detail::ProcessIdentity me = detail::this_process();
   std::lock_guard lock(m_);
   Db& db = *db_;
   const std::int64_t now = now_ms();
   Db::Transaction tx(db);
-  {
-    Db::Query q(*db.lease_get);
-    q.bind(1, run_id);
-    if (q.step() && q.integer(3) > now)
-      throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by '" +
-                     q.text(0) + "' (pid " + std::to_string(q.integer(1)) + ", lease for " +
-                     std::to_string(q.integer(3) - now) + " ms more)");
-  }
-  const std::string token = random_token();
+  const std::optional<Db::LeaseRow> row = db.find_lease(run_id);
+  if (row && !row->free(now))
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " + row->who() +
+                   ", lease for " + std::to_string(row->expires_at_ms - now) + " ms more)");
+  LeaseToken token{std::string(run_id), detail::new_lease_holder(), row ? row->epoch + 1 : 1};
   Db::Query(*db.lease_put)
       .bind(1, run_id)
       .bind(2, owner)
-      .bind(3, static_cast<std::int64_t>(::getpid()))
-      .bind(4, token)
+      .bind(3, me.pid)
+      .bind(4, token.holder)
       .bind(5, now + options_.lease_ttl.count())
+      .bind(6, static_cast<std::int64_t>(token.epoch))
+      .bind(7, me.host)
+      .bind(8, me.pid_space)
+      .bind(9, me.started)
       .run();
   tx.commit();
   db.held.insert_or_assign(std::string(run_id), token);
-  auto* t = new SqliteLeaseToken{this, std::string(run_id), token};
-  return Lease(std::unique_ptr<void, void (*)(void*)>(t, [](void* p) {
-    auto* token = static_cast<SqliteLeaseToken*>(p);
-    token->store->release(token->run_id, token->token);
-    delete token;
-  }));
+  auto* handle = new SqliteLease{this, token};
+  return Lease(std::move(token), Lease::Handle(handle, [](void* p) {
+                 auto* l = static_cast<SqliteLease*>(p);
+                 l->store->release(l->token);
+                 delete l;
+               }));
 }
 
-void SqliteStore::release(const std::string& run_id, const std::string& token) noexcept {
+void SqliteStore::renew(const LeaseToken& lease) {
+  check_run_id(lease.run_id);
+  if (lease.empty())
+    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  Db::Transaction tx(db);
+  keep_lease(db, lease.run_id, lease);
+  tx.commit();
+}
+
+void SqliteStore::release(const LeaseToken& token) noexcept {
   try {
     std::lock_guard lock(m_);
     Db& db = *db_;
-    if (auto it = db.held.find(run_id); it != db.held.end() && it->second == token)
+    if (auto it = db.held.find(token.run_id);
+        it != db.held.end() && it->second.holder == token.holder)
       db.held.erase(it);
-    Db::Query(*db.lease_delete).bind(1, run_id).bind(2, token).run();
+    // The row stays (with no holder) for its epoch: the next holder's is larger.
+    Db::Query(*db.lease_release).bind(1, token.run_id).bind(2, token.holder).run();
   } catch (...) {
     // The row expires by itself: a failed release only delays the next worker by the TTL.
   }
 }
 
-void SqliteStore::put_effect(const EffectRecord& record) {
+void SqliteStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   check_run_id(record.run_id);
   const std::string text = dump(nlohmann::json(record));
   std::lock_guard lock(m_);
@@ -787,7 +854,7 @@ void SqliteStore::put_effect(const EffectRecord& record) {
   if (!run)
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
-  keep_lease(db, record.run_id);
+  keep_lease(db, record.run_id, lease);
   Db::Query(*db.put_effect)
       .bind(1, run->id)
       .bind(2, record.key)
@@ -819,6 +886,7 @@ std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
 }
 
 void SqliteStore::append_event(std::string_view run_id, const nlohmann::json& event) {
+  check_run_id(run_id);
   const std::string text = dump(event);
   std::lock_guard lock(m_);
   Db& db = *db_;
@@ -866,16 +934,13 @@ void SqliteStore::apply_retention(const Retention& retention) {
     }
     const std::int64_t now = now_ms();
     for (const auto& [id, run_id] : old) {
-      {
-        Db::Query q(*db.lease_get);
-        q.bind(1, run_id);
-        if (q.step() && q.integer(3) > now) continue;  // someone holds it: next time
-      }
+      if (auto row = db.find_lease(run_id); row && !row->free(now))
+        continue;  // someone holds it: next time
       Db::Query(*db.delete_checkpoints).bind(1, id).run();
       Db::Query(*db.delete_events).bind(1, id).run();
       Db::Query(*db.delete_effects).bind(1, id).run();
       Db::Query(*db.delete_run).bind(1, id).run();
-      Db::Query(*db.delete_lease).bind(1, run_id).run();
+      Db::Query(*db.delete_lease).bind(1, run_id).run();  // a new run of this id starts anew
       db.cache.erase(id);
     }
   }

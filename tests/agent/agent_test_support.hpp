@@ -77,9 +77,12 @@ struct PowerCut {};
 class ForwardingStore : public ag::Store {
  public:
   explicit ForwardingStore(ag::Store& inner) : inner_(inner) {}
+  using ag::Store::commit;
+  using ag::Store::put_effect;
   void create(const ag::Checkpoint& first) override { inner_.create(first); }
-  void commit(const ag::Checkpoint& next, std::uint64_t expected_seq) override {
-    inner_.commit(next, expected_seq);
+  void commit(const ag::Checkpoint& next, std::uint64_t expected_seq,
+              const ag::LeaseToken& lease) override {
+    inner_.commit(next, expected_seq, lease);
   }
   std::optional<ag::Checkpoint> latest(std::string_view id) override { return inner_.latest(id); }
   std::optional<ag::Checkpoint> checkpoint(std::string_view id, std::uint64_t seq) override {
@@ -90,12 +93,16 @@ class ForwardingStore : public ag::Store {
   ag::Lease lease(std::string_view id, std::string_view owner) override {
     return inner_.lease(id, owner);
   }
+  void renew(const ag::LeaseToken& lease) override { inner_.renew(lease); }
+  std::optional<std::chrono::milliseconds> lease_ttl() const override { return inner_.lease_ttl(); }
   void append_event(std::string_view id, const nlohmann::json& e) override {
     inner_.append_event(id, e);
   }
   std::vector<nlohmann::json> events(std::string_view id) override { return inner_.events(id); }
   void apply_retention(const ag::Retention& r) override { inner_.apply_retention(r); }
-  void put_effect(const ag::EffectRecord& r) override { inner_.put_effect(r); }
+  void put_effect(const ag::EffectRecord& r, const ag::LeaseToken& lease) override {
+    inner_.put_effect(r, lease);
+  }
   std::optional<ag::EffectRecord> effect(std::string_view id, std::string_view key) override {
     return inner_.effect(id, key);
   }
@@ -112,13 +119,14 @@ class CrashingStore final : public ForwardingStore {
  public:
   CrashingStore(ag::Store& inner, int commits_before_crash)
       : ForwardingStore(inner), left_(commits_before_crash) {}
-  void commit(const ag::Checkpoint& next, std::uint64_t expected_seq) override {
+  void commit(const ag::Checkpoint& next, std::uint64_t expected_seq,
+              const ag::LeaseToken& lease) override {
     if (left_-- == 0) throw PowerCut{};
-    ForwardingStore::commit(next, expected_seq);
+    ForwardingStore::commit(next, expected_seq, lease);
   }
-  void put_effect(const ag::EffectRecord& r) override {
+  void put_effect(const ag::EffectRecord& r, const ag::LeaseToken& lease) override {
     if (left_-- == 0) throw PowerCut{};
-    ForwardingStore::put_effect(r);
+    ForwardingStore::put_effect(r, lease);
   }
 
  private:

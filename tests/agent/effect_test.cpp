@@ -513,9 +513,9 @@ namespace {
 class FlakyStore final : public ForwardingStore {
  public:
   FlakyStore(ag::Store& inner, int fail_put) : ForwardingStore(inner), fail_put_(fail_put) {}
-  void put_effect(const ag::EffectRecord& r) override {
+  void put_effect(const ag::EffectRecord& r, const ag::LeaseToken& lease) override {
     if (puts_++ == fail_put_) throw ag::store_error("disk hiccup");
-    ForwardingStore::put_effect(r);
+    ForwardingStore::put_effect(r, lease);
   }
 
  private:

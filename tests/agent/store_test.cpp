@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <latch>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,6 +35,7 @@ using trellis::agent::EffectRecord;
 using trellis::agent::EffectStatus;
 using trellis::agent::FileStore;
 using trellis::agent::Lease;
+using trellis::agent::LeaseToken;
 using trellis::agent::MemoryStore;
 using trellis::agent::Retention;
 using trellis::agent::RunStatus;
@@ -287,6 +290,82 @@ TEST_CASE_TEMPLATE("store: a lease refuses a second worker thread until it is dr
   CHECK_NOTHROW((void)h.store().lease("run-2", "worker-c"));  // other runs are free
   first.reset();
   std::thread([&] { CHECK(h.store().lease("run-1", "worker-b").held()); }).join();
+}
+
+TEST_CASE_TEMPLATE("store: a lease's token fences commits and effect records once it is released",
+                   S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  using trellis::agent::run_busy;
+  h.store().create(cp("run-1", 0));
+  std::optional<Lease> first = h.store().lease("run-1", "worker-a");
+  const LeaseToken a = first->token();
+  CHECK(a.run_id == "run-1");
+  CHECK_FALSE(a.holder.empty());
+  h.store().commit(cp("run-1", 1), 0, a);
+  h.store().put_effect(started("run-1", "charge_card"), a);
+  h.store().renew(a);
+  first.reset();
+  CHECK_THROWS_AS(h.store().renew(a), run_busy);
+  Lease second = h.store().lease("run-1", "worker-b");
+  const LeaseToken& b = second.token();
+  CHECK(b.holder != a.holder);
+  CHECK(b.epoch > a.epoch);
+  // The worker that let go writes nothing more, though it uses the same store object.
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 2), 1, a), run_busy);
+  CHECK_THROWS_AS(h.store().put_effect(started("run-1", "notify"), a), run_busy);
+  CHECK_THROWS_AS(h.store().renew(a), run_busy);
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0, 1});
+  CHECK(names(h.store().effects("run-1")) == std::vector<std::string>{"charge_card"});
+  // A token of another run holds nothing here.
+  Lease other = h.store().lease("run-2", "worker-b");
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 2), 1, other.token()), run_busy);
+  h.store().commit(cp("run-1", 2), 1, b);
+  h.store().put_effect(started("run-1", "notify"), b);
+  h.store().renew(b);
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
+}
+
+TEST_CASE_TEMPLATE("store: epochs keep growing across releases and new store objects", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Lease lease = h.reopen().lease("run-1", "worker");
+    CHECK(lease.token().epoch > last);
+    last = lease.token().epoch;
+  }
+}
+
+TEST_CASE_TEMPLATE("store: every call checks the run id first, whatever else is wrong with it", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  using trellis::agent::invalid_run_id;
+  // Not UTF-8, a path, empty: refused as run ids before anything else is looked at (a record
+  // that cannot be encoded, a run that does not exist, a seq that does not follow).
+  for (const std::string id : {"caf\xe9", "\xff\xfe", "a/b", ""}) {
+    CAPTURE(id);
+    EffectRecord record = started("run-1", "charge_card");
+    record.run_id = id;
+    CHECK_THROWS_AS(h.store().put_effect(record), invalid_run_id);
+    CHECK_THROWS_AS(h.store().commit(cp(id, 5), 0), invalid_run_id);
+    CHECK_THROWS_AS(h.store().append_event(id, {{"kind", "x"}}), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().events(id), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().effect(id, "k"), invalid_run_id);
+    CHECK_THROWS_AS((void)h.store().effects(id), invalid_run_id);
+    CHECK_THROWS_AS(h.store().renew(LeaseToken{id, "holder", 1}), invalid_run_id);
+  }
+  CHECK(h.store().runs().empty());
+}
+
+TEST_CASE_TEMPLATE("store: a checkpoint whose seq does not follow expected_seq is refused", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 5), 0), trellis::agent::store_error);
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 0), 0), trellis::agent::store_error);
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0});
+  h.store().commit(cp("run-1", 1), 0);
+  CHECK(h.store().latest("run-1")->seq == 1);
 }
 
 TEST_CASE_TEMPLATE("store: events are appended and read back in order", S, TRELLIS_ALL_STORES) {
@@ -1066,7 +1145,7 @@ TEST_CASE("sqlite store: an edited checkpoint or effect row is refused by its ch
                        trellis::agent::store_error);
 }
 
-TEST_CASE("sqlite store: a version 2 database (rows without checksums) loads and is upgraded") {
+TEST_CASE("sqlite store: a version 3 database (rows without checksums) loads and is upgraded") {
   persist_test::ScratchDir dir;
   const fs::path db = dir / "runs.db";
   const EffectRecord a = started("run-1", "a");
@@ -1076,16 +1155,16 @@ TEST_CASE("sqlite store: a version 2 database (rows without checksums) loads and
     advance(store, "run-1", 3);
     store.put_effect(a);
   }
-  // What version 2 left: the same tables without the checksum columns.
+  // What version 3 left: the same tables without the checksum columns.
   sql(db,
       "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
-      "UPDATE trellis_schema SET version = 2");
+      "UPDATE trellis_schema SET version = 3");
   {
     SqliteStore store(db);
     CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
     CHECK(store.effects("run-1") == std::vector<EffectRecord>{a});
   }
-  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 3);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
   CHECK(sql_integer(db, "SELECT count(*) FROM checkpoints WHERE checksum LIKE 'sha256:%'") == 4);
   CHECK(sql_integer(db, "SELECT count(*) FROM effects WHERE checksum LIKE 'sha256:%'") == 1);
   // From now on an edit is detected.
@@ -1178,13 +1257,14 @@ TEST_CASE("sqlite store: an unchanged 4 KiB member is not stored again every ste
 }
 
 TEST_CASE(
-    "sqlite store: a lease held by another process is run_busy until its TTL after a "
-    "kill") {
+    "sqlite store: a lease held by another process is run_busy naming it, and free at once "
+    "after a kill on this machine") {
   persist_test::ScratchDir dir;
   const fs::path db = dir / "runs.db";
   SqliteStore store(db);
-  persist_test::Child child = persist_test::spawn_program(TRELLIS_STORE_LEASE_CHILD,
-                                                          {"sqlite", db.string(), "run-1", "1500"});
+  // A TTL far longer than the test: only the holder's death can free the lease.
+  persist_test::Child child = persist_test::spawn_program(
+      TRELLIS_STORE_LEASE_CHILD, {"sqlite", db.string(), "run-1", "600000"});
   const std::string line = persist_test::read_line(child);
   REQUIRE(line.starts_with("leased "));
   const std::string pid = line.substr(7, line.size() - 8);
@@ -1193,16 +1273,43 @@ TEST_CASE(
                        trellis::agent::run_busy);
   ::kill(child.pid, SIGKILL);
   CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  bool taken = false;
-  while (!taken && std::chrono::steady_clock::now() < deadline) {
-    try {
-      taken = store.lease("run-1", "parent").held();
-    } catch (const trellis::agent::run_busy&) {
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  CHECK(taken);
+  const Lease taken = store.lease("run-1", "parent");
+  CHECK(taken.held());
+  CHECK(taken.token().epoch == 2);
+}
+
+TEST_CASE(
+    "sqlite store: a holder's death is proven on its own machine only: a free or reused pid "
+    "there, the TTL elsewhere") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  // What this process looks like to the store (its machine and pid namespace, its start time).
+  { const Lease probe = store.lease("probe", "me"); }
+  const std::string me_started =
+      std::to_string(sql_integer(db, "SELECT started FROM leases WHERE run_id='probe'"));
+  const std::string me_pid = std::to_string(::getpid());
+  const std::string me_space = "(SELECT pid_space FROM leases WHERE run_id='probe')";
+  const std::string free_pid = "2147483000";  // above any pid_max: no such process
+  const auto holder = [&](const std::string& pid_space, const std::string& pid,
+                          const std::string& started) {
+    sql(db,
+        "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms, epoch, host, "
+        "pid_space, started) VALUES('run-1', 'other', " +
+            pid + ", 'holder-x', 9000000000000, 7, 'elsewhere', " + pid_space + ", " + started +
+            ")");
+  };
+  using trellis::agent::run_busy;
+  holder("'another-boot pid:[1]'", free_pid, "1");  // another machine: its pid means nothing here
+  CHECK_THROWS_AS((void)store.lease("run-1", "me"), run_busy);
+  holder("''", free_pid, "1");  // a holder whose machine is unknown
+  CHECK_THROWS_AS((void)store.lease("run-1", "me"), run_busy);
+  holder(me_space, me_pid, me_started);  // alive: this very process
+  CHECK_THROWS_AS((void)store.lease("run-1", "me"), run_busy);
+  holder(me_space, free_pid, "1");  // on this machine, gone
+  CHECK(store.lease("run-1", "me").token().epoch == 8);
+  holder(me_space, me_pid, me_started + "1");  // its pid now belongs to another process
+  CHECK(store.lease("run-1", "me").held());
 }
 
 TEST_CASE("sqlite store: a holder whose expired lease was taken over cannot commit") {
@@ -1237,6 +1344,220 @@ TEST_CASE("sqlite store: a holder whose expired lease was taken over cannot star
   CHECK_FALSE(fast.effect("run-1", next.key).has_value());  // nothing written
   fast.put_effect(next);
   CHECK(fast.effects("run-1").size() == 2);
+}
+
+TEST_CASE("sqlite store: a version 2 database (before lease epochs) is upgraded, its leases kept") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  { SqliteStore store(db); }
+  // What version 2 left: leases without epochs or the holder's process, one held for long.
+  sql(db,
+      "DROP TABLE leases; CREATE TABLE leases(run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+      "pid INTEGER NOT NULL, token TEXT NOT NULL, expires_at_ms INTEGER NOT NULL); "
+      "INSERT INTO leases VALUES('run-1', 'old-worker', 1, 'tok', 9000000000000); "
+      "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
+      "UPDATE trellis_schema SET version = 2");
+  SqliteStore store(db);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
+  CHECK_THROWS_WITH_AS((void)store.lease("run-1", "new-worker"), doctest::Contains("old-worker"),
+                       trellis::agent::run_busy);
+  CHECK(store.lease("run-2", "new-worker").token().epoch == 1);
+}
+
+TEST_CASE(
+    "sqlite store: two workers sharing one store object: the one whose lease was taken over "
+    "can neither start an effect nor commit" *
+    doctest::test_suite("concurrency")) {
+  persist_test::ScratchDir dir;
+  SqliteStore store(dir / "runs.db", {.lease_ttl = 100ms});
+  store.create(cp("run-1", 0));
+  std::latch a_leased{1};
+  std::latch b_leased{1};
+  std::latch a_done{1};
+  std::string a_effect;
+  std::string a_commit;
+  bool b_took = false;
+  std::thread a([&] {
+    const Lease lease = store.lease("run-1", "worker-a");
+    a_leased.count_down();
+    b_leased.wait();  // meanwhile its lease expired (nobody renewed it) and B took the run
+    try {
+      store.put_effect(started("run-1", "charge_card"), lease.token());
+    } catch (const trellis::agent::run_busy& e) {
+      a_effect = e.what();
+    }
+    try {
+      store.commit(cp("run-1", 1), 0, lease.token());
+    } catch (const trellis::agent::run_busy& e) {
+      a_commit = e.what();
+    }
+    a_done.count_down();
+  });
+  std::thread b([&] {
+    a_leased.wait();
+    std::optional<Lease> lease;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!lease && std::chrono::steady_clock::now() < deadline) {
+      try {
+        lease = store.lease("run-1", "worker-b");
+      } catch (const trellis::agent::run_busy&) {
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+    b_took = lease.has_value();
+    b_leased.count_down();
+    a_done.wait();
+    if (lease) store.commit(cp("run-1", 1), 0, lease->token());
+  });
+  a.join();
+  b.join();
+  REQUIRE(b_took);
+  CHECK(a_effect.find("taken by 'worker-b'") != std::string::npos);
+  CHECK(a_commit.find("taken by 'worker-b'") != std::string::npos);
+  CHECK(store.effects("run-1").empty());  // A never started its effect
+  CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1});
+}
+
+namespace {
+
+// A worker's store whose lease renewals fail while `failing` is set (a store that cannot be
+// reached), passing every other call to `inner`.
+class RenewalSwitch final : public Store {
+ public:
+  explicit RenewalSwitch(Store& inner) : inner_(inner) {}
+  using Store::commit;
+  using Store::put_effect;
+  std::atomic<bool> failing{false};
+
+  void create(const Checkpoint& first) override { inner_.create(first); }
+  void commit(const Checkpoint& next, std::uint64_t expected_seq,
+              const LeaseToken& lease) override {
+    inner_.commit(next, expected_seq, lease);
+  }
+  std::optional<Checkpoint> latest(std::string_view id) override { return inner_.latest(id); }
+  std::optional<Checkpoint> checkpoint(std::string_view id, std::uint64_t seq) override {
+    return inner_.checkpoint(id, seq);
+  }
+  std::vector<Checkpoint> history(std::string_view id) override { return inner_.history(id); }
+  std::vector<std::string> runs() override { return inner_.runs(); }
+  Lease lease(std::string_view id, std::string_view owner) override {
+    return inner_.lease(id, owner);
+  }
+  void renew(const LeaseToken& lease) override {
+    if (failing) throw trellis::agent::store_error("trellis: the store cannot be reached");
+    inner_.renew(lease);
+  }
+  std::optional<std::chrono::milliseconds> lease_ttl() const override { return inner_.lease_ttl(); }
+  void put_effect(const EffectRecord& r, const LeaseToken& lease) override {
+    inner_.put_effect(r, lease);
+  }
+  std::optional<EffectRecord> effect(std::string_view id, std::string_view key) override {
+    return inner_.effect(id, key);
+  }
+  std::vector<EffectRecord> effects(std::string_view id) override { return inner_.effects(id); }
+  void append_event(std::string_view id, const nlohmann::json& e) override {
+    inner_.append_event(id, e);
+  }
+  std::vector<nlohmann::json> events(std::string_view id) override { return inner_.events(id); }
+  void apply_retention(const Retention& r) override { inner_.apply_retention(r); }
+
+ private:
+  Store& inner_;
+};
+
+// A node made of a function, over Note.
+struct FnNote final : trellis::agent::Node<Note> {
+  std::function<trellis::agent::NextStep(Note&, trellis::agent::RunContext&)> body;
+  std::string_view name() const override { return "work"; }
+  trellis::agent::NextStep run(Note& s, trellis::agent::RunContext& ctx) override {
+    return body(s, ctx);
+  }
+};
+
+// Tries `attempt` every 20 ms until it returns true or `limit` passes; true if it did.
+template <class F>
+bool within(std::chrono::milliseconds limit, F&& attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (attempt()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sqlite store: a node that runs longer than the lease TTL keeps its run: another worker "
+    "gets run_busy" *
+    doctest::test_suite("concurrency")) {
+  persist_test::ScratchDir dir;
+  SqliteStore store(dir / "runs.db", {.lease_ttl = 300ms});
+  SqliteStore other(dir / "runs.db", {.lease_ttl = 300ms});
+  int refused = 0;
+  int taken = 0;
+  trellis::agent::Graph<Note> g;
+  auto node = std::make_unique<FnNote>();
+  node->body = [&](Note&, trellis::agent::RunContext&) -> trellis::agent::NextStep {
+    // Over three TTLs of work, while another worker keeps trying to take the run.
+    const auto end = std::chrono::steady_clock::now() + 1s;
+    while (std::chrono::steady_clock::now() < end) {
+      try {
+        (void)other.lease("run-1", "other");
+        ++taken;
+      } catch (const trellis::agent::run_busy&) {
+        ++refused;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    return trellis::agent::Halt{};
+  };
+  g.add(std::move(node)).entry("work");
+  const auto out = g.run("run-1", Note{}, store);
+  CHECK(out.status == RunStatus::Succeeded);
+  CHECK(taken == 0);
+  CHECK(refused > 0);
+  CHECK(other.lease("run-1", "other").held());  // released when the run call returned
+}
+
+TEST_CASE(
+    "sqlite store: a worker whose lease is lost while its node runs is stopped, and nothing "
+    "of the step is committed" *
+    doctest::test_suite("concurrency")) {
+  persist_test::ScratchDir dir;
+  SqliteStore inner(dir / "runs.db", {.lease_ttl = 300ms});
+  RenewalSwitch store(inner);
+  SqliteStore other(dir / "runs.db", {.lease_ttl = 300ms});
+  std::optional<Lease> takeover;
+  bool stopped = false;
+  int charged = 0;
+  trellis::agent::Graph<Note> g;
+  auto node = std::make_unique<FnNote>();
+  node->body = [&](Note& s, trellis::agent::RunContext& ctx) -> trellis::agent::NextStep {
+    s.drafts = 99;
+    store.failing = true;  // renewals fail: the lease runs out, and another worker takes it
+    REQUIRE(within(10s, [&] {
+      try {
+        takeover = other.lease("run-1", "other");
+        return true;
+      } catch (const trellis::agent::run_busy&) {
+        return false;
+      }
+    }));
+    store.failing = false;  // the next renewal finds the lease lost
+    stopped = within(10s, [&] { return ctx.stop_requested(); });
+    ctx.effect("charge_card", {{"amount", 120}}, trellis::agent::EffectPolicy::at_most_once,
+               [&](const trellis::agent::EffectCall&) { return ++charged; });
+    return trellis::agent::Halt{};
+  };
+  g.add(std::move(node)).entry("work");
+  CHECK_THROWS_WITH_AS(g.run("run-1", Note{}, store), doctest::Contains("taken by 'other'"),
+                       trellis::agent::run_busy);
+  CHECK(stopped);
+  CHECK(charged == 0);
+  CHECK(inner.effects("run-1").empty());
+  CHECK(seqs(inner.history("run-1")) == std::vector<std::uint64_t>{0});  // the step is not
+  CHECK(inner.latest("run-1")->state["drafts"] == 0);
 }
 
 TEST_CASE_TEMPLATE("store: a delta keeps -0.0 and a float that equals an integer, as written", S,

@@ -18,3 +18,8 @@ target_compile_definitions(trellis_store_tests PRIVATE
 add_dependencies(trellis_store_tests trellis_store_lease_child)
 add_test(NAME trellis_store_tests COMMAND trellis_store_tests)
 set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+
+# The cases with threads (two workers on one store object, the lease heartbeat) also run in the
+# ThreadSanitizer job.
+add_test(NAME trellis_store_concurrency COMMAND trellis_store_tests --test-suite=concurrency)
+set_tests_properties(trellis_store_concurrency PROPERTIES LABELS "agent;concurrency" TIMEOUT 300)

@@ -9,7 +9,9 @@
 ///     <root>/<run id>/effects.jsonl   the effect records: append-only, one record a line
 ///                                     (created by the run's first put_effect)
 ///     <root>/<run id>/events.jsonl    the event log (observability: appended, not fsync'd)
-///     <root>/<run id>/lease           flock'd by the lease holder, who writes "<pid> <owner>"
+///     <root>/<run id>/lease           flock'd by the lease holder, who writes
+///                                     "epoch <n> <holder id>\n<pid> <owner>\n" (released:
+///                                     "epoch <n>\n", so the next holder's epoch is n + 1)
 ///     <root>/<run id>/commit.lock     flock'd around every journal and effects write (any
 ///                                     process)
 ///
@@ -27,7 +29,11 @@
 /// version check holds across threads, FileStore objects and processes; `put_effect` appends
 /// under the same lock. The lease is a flock(LOCK_EX | LOCK_NB) on the lease file through its
 /// own open file description, so a second thread or process is refused (run_busy naming the
-/// holder's pid), and the kernel frees the lease of a process that dies, even by SIGKILL.
+/// holder's pid), and the kernel frees the lease of a process that dies, even by SIGKILL: a
+/// FileStore lease never expires (no lease_ttl, nothing to renew) and is free at once when its
+/// holder dies. Its token is checked by `commit`, `put_effect` and `renew` against the leases
+/// held in this process (a flock cannot be lost while its descriptor is open): a token whose
+/// Lease was released is run_busy. The overloads without a token check no lease.
 ///
 /// Retention: keep_last rewrites a journal atomically (temporary file, fsync, rename,
 /// directory fsync), its first kept line becoming a full record (effects.jsonl is never
@@ -66,14 +72,18 @@ class FileStore final : public Store {
   FileStore(const FileStore&) = delete;
   FileStore& operator=(const FileStore&) = delete;
 
+  using Store::commit;
+  using Store::put_effect;
+
   void create(const Checkpoint& first) override;
-  void commit(const Checkpoint& next, std::uint64_t expected_seq) override;
+  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) override;
   std::optional<Checkpoint> latest(std::string_view run_id) override;
   std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
   std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
   Lease lease(std::string_view run_id, std::string_view owner) override;
-  void put_effect(const EffectRecord& record) override;
+  void renew(const LeaseToken& lease) override;
+  void put_effect(const EffectRecord& record, const LeaseToken& lease) override;
   std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
   std::vector<EffectRecord> effects(std::string_view run_id) override;
   void append_event(std::string_view run_id, const nlohmann::json& event) override;

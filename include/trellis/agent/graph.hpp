@@ -25,6 +25,12 @@
 /// crash among them leaves them to `resume`, which finishes them and returns the failure).
 /// A fork is a new run: its effects get new keys and run again.
 ///
+/// A run call holds the run's lease throughout and writes every checkpoint and effect record
+/// with its token; when the store's leases expire, a heartbeat renews it every lease_ttl/3
+/// (detail/lease_keeper.hpp). A lease lost meanwhile (another worker took the run) stops the
+/// call with run_busy, the node seeing RunContext::stop_requested(), and nothing of the step
+/// in flight is committed.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
@@ -51,6 +57,7 @@
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/detail/effect_runner.hpp"
+#include "trellis/agent/detail/lease_keeper.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/events.hpp"
@@ -170,6 +177,7 @@ class Graph {
     check_run_id(run_id);
     validate();
     Lease lease = store.lease(run_id, options.worker);
+    detail::LeaseKeeper keeper(store, lease.token(), options.stop);
     if (store.latest(run_id))
       throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
     Checkpoint first;
@@ -182,7 +190,7 @@ class Graph {
     Clock& clock = clock_of(options);
     first.created_at = detail::now_iso8601(clock);
     store.create(first);
-    Execution ex(*this, store, options, std::move(first), std::move(initial));
+    Execution ex(*this, store, options, keeper, std::move(first), std::move(initial));
     ex.emit("graph_started", {}, 0.0);
     return ex.start(std::nullopt);
   }
@@ -194,6 +202,7 @@ class Graph {
     check_run_id(run_id);
     validate();
     Lease lease = store.lease(run_id, options.worker);
+    detail::LeaseKeeper keeper(store, lease.token(), options.stop);
     std::optional<Checkpoint> cp = store.latest(run_id);
     if (!cp) throw unknown_run("trellis: no run '" + run_id + "' in the store");
     if (cp->fingerprint != fingerprint())
@@ -204,7 +213,7 @@ class Graph {
       // A failed run whose compensations did not all run (a crash, or no function for them
       // in that process) finishes them; otherwise it is over.
       S state = decode_state(*cp);
-      Execution ex(*this, store, options, std::move(*cp), std::move(state));
+      Execution ex(*this, store, options, keeper, std::move(*cp), std::move(state));
       if (auto out = ex.finish_compensations()) return *out;
     }
     if (terminal(cp->status))
@@ -224,7 +233,7 @@ class Graph {
     }
     const bool after_crash = cp->status == RunStatus::Queued || cp->status == RunStatus::Running;
     const std::string at = cp->next_node;
-    Execution ex(*this, store, options, std::move(*cp), std::move(state));
+    Execution ex(*this, store, options, keeper, std::move(*cp), std::move(state));
     // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
     if (after_crash) ex.emit("resumed", at, 0.0);
     return ex.start(std::move(decision));
@@ -299,16 +308,18 @@ class Graph {
   /// One run call: the loop, with the run's lifecycle machine and its newest checkpoint.
   class Execution {
    public:
-    Execution(Graph& g, Store& store, RunOptions& options, Checkpoint cp, S state)
+    Execution(Graph& g, Store& store, RunOptions& options, detail::LeaseKeeper& keeper,
+              Checkpoint cp, S state)
         : g_(g),
           store_(store),
           options_(options),
+          keeper_(keeper),
           clock_(clock_of(options)),
           cp_(std::move(cp)),
           state_(std::move(state)),
           life_(ctx_, cp_.status, lifecycle()),
           effects_(
-              store, cp_.run_id, clock_,
+              store, cp_.run_id, keeper.token(), clock_,
               [this](const char* kind, nlohmann::json detail, bool durable) {
                 if (durable)
                   emit(kind, cp_.next_node, 0.0, std::move(detail));
@@ -407,6 +418,7 @@ class Graph {
 
     Outcome<S> loop(std::optional<Resume> decision) {
       for (;;) {
+        keeper_.check();  // a lost lease stops the run where it is (run_busy)
         if (options_.stop.stop_requested()) {
           change(RunEvent::Cancel);
           Checkpoint next = base();
@@ -432,8 +444,8 @@ class Graph {
         const std::uint64_t effect_step = rerun ? cp_.rerun_step.value_or(cp_.step - 1) : cp_.step;
         effects_.begin(name, effect_step);
         // The decision holds for every attempt of this step (a retry keeps it), not later ones.
-        RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, options_.stop, decision,
-                       clock_, &effects_);
+        RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, keeper_.stop_token(),
+                       decision, clock_, &effects_);
         emit("step_started", name, 0.0);
         const auto t0 = std::chrono::steady_clock::now();
 
@@ -457,6 +469,7 @@ class Graph {
           } catch (...) {
             thrown = std::current_exception();
           }
+          keeper_.check();  // the lease was lost while the node ran: nothing of it is committed
           // What an effect ran into wins over what the node made of it (it may have caught
           // it): a store failure stops the run at its last checkpoint (resume applies the
           // policies), a cut-off at_most_once effect fails it.
@@ -549,7 +562,7 @@ class Graph {
       const auto wait = backoff(g_.retry_, failed, options_.random());
       emit("retry_scheduled", node, 0.0,
            {{"attempt", failed}, {"backoff_ms", wait.count()}, {"error", what}});
-      clock_.sleep_for(wait, options_.stop);
+      clock_.sleep_for(wait, keeper_.stop_token());
       return std::nullopt;
     }
 
@@ -582,7 +595,7 @@ class Graph {
       next.created_at = detail::now_iso8601(clock_);
       if (next.status != RunStatus::WaitingApproval) next.interrupt.reset();
       next.effects = effects_.take_keys();
-      store_.commit(next, cp_.seq);
+      store_.commit(next, cp_.seq, keeper_.token());
       cp_ = std::move(next);
       trellis::failpoint("step.after_commit", cp_.run_id);
     }
@@ -621,6 +634,7 @@ class Graph {
     Graph& g_;
     Store& store_;
     RunOptions& options_;
+    detail::LeaseKeeper& keeper_;
     Clock& clock_;
     Checkpoint cp_;
     S state_;

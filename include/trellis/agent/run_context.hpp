@@ -45,7 +45,8 @@ class RunContext {
   std::uint32_t attempt() const noexcept { return attempt_; }
   /// The permission mode when the node started.
   PermissionMode mode() const noexcept { return mode_; }
-  /// Cancellation: a node doing long work should check it and return early.
+  /// Cancellation, or the run's lease lost to another worker: a node doing long work should
+  /// check it and return early.
   std::stop_token stop_token() const noexcept { return stop_; }
   bool stop_requested() const noexcept { return stop_.stop_requested(); }
   /// The decision this node resumes with (after an Interrupt), for this run of it only.

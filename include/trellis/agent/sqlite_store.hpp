@@ -16,20 +16,30 @@
 /// between, as in FileStore), `effects` (one row per effect key of a run: the newest
 /// EffectRecord as JSON and the position of the key's first put, which orders `effects`;
 /// kept by keep_last retention, deleted with the run), `events` and `leases`. Every checkpoint
-/// and effect row carries `checksum`, "sha256:<hex>" of its record text (schema 3; rows of an
+/// and effect row carries `checksum`, "sha256:<hex>" of its record text (schema 4; rows of an
 /// older database get theirs when it is upgraded): a record edited or damaged outside trellis
 /// is a store_error naming the database, never returned. Records are parsed with the file
 /// readers' nesting limit (max_json_depth).
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
-/// is not `expected_seq`, and nothing is written), insert the checkpoint, update the run,
-/// renew this store's lease on the run, COMMIT. A lease is a row {owner, pid, expiry}: a
-/// second owner gets run_busy until the holder releases it (RAII) or it expires (`lease_ttl`
-/// after it was taken or last renewed by a commit, so a crashed holder frees it by itself); a
-/// holder whose expired lease was taken over gets run_busy at its next commit or effect record.
+/// is not `expected_seq`, and nothing is written), check and renew the worker's lease (below),
+/// insert the checkpoint, update the run, COMMIT.
 ///
-/// `put_effect` is one transaction too (BEGIN IMMEDIATE, find the run, check and renew this
-/// store's lease on it as a commit does, insert or replace the key's row, COMMIT) at the
+/// Leases: a row {holder id, epoch, owner, host, pid, process start time, expiry} per run. A
+/// second worker gets run_busy until the holder releases it (RAII: the row stays, without a
+/// holder, so the next epoch is larger), it expires (`lease_ttl` after it was taken or last
+/// renewed by `renew`, a commit or an effect record), or its holder is provably dead: taken
+/// on this machine (the same running kernel, by boot id, and pid namespace) by a process that
+/// no longer exists, or whose pid now belongs to a process started at another time. So after
+/// `kill -9` on the same machine a resume takes the run at once; a holder on another machine
+/// (or one this process cannot see) is waited for until its TTL runs out. A write given a
+/// token checks that the row still has the token's holder and epoch: a worker whose expired
+/// lease was taken over gets run_busy at its next commit, effect record or renewal, even when
+/// it shares this store object with the new holder. An expired lease nobody took is still its
+/// holder's, and the write renews it.
+///
+/// `put_effect` is one transaction too (BEGIN IMMEDIATE, find the run, check and renew the
+/// worker's lease on it as a commit does, insert or replace the key's row, COMMIT) at the
 /// configured `synchronous` level: with FULL it is durable when it returns, as a commit is. The
 /// lease check makes the started record a fence: a worker that lost the run cannot start an
 /// effect (call the external system) that the new holder may also start.
@@ -65,7 +75,8 @@ struct SqliteStoreOptions {
   SqliteSynchronous synchronous = SqliteSynchronous::full;
   /// How long a statement waits for another connection's lock before failing.
   std::chrono::milliseconds busy_timeout{5000};
-  /// How long a lease lives without a commit renewing it.
+  /// How long a lease lives without a renewal (the graph renews it every lease_ttl/3 while a
+  /// run call holds it; a commit or effect record renews it too).
   std::chrono::milliseconds lease_ttl{30000};
   /// A full checkpoint every this many rows of a run; the rows between hold only what changed.
   std::size_t snapshot_every = 64;
@@ -73,9 +84,9 @@ struct SqliteStoreOptions {
 
 class SqliteStore final : public Store {
  public:
-  /// The schema version this build writes and reads (1: before effect records; 2: before row
-  /// checksums; such a database is upgraded in place when opened).
-  static constexpr int schema_version = 3;
+  /// The schema version this build writes and reads (1: before effect records, 2: before
+  /// lease epochs, 3: before row checksums; such a database is upgraded in place when opened).
+  static constexpr int schema_version = 4;
 
   /// Opens (creating it if needed, upgrading an older schema) the database at `path`. Throws
   /// store_error, leaving the file as it was, when it cannot be opened, is not a SQLite
@@ -85,14 +96,19 @@ class SqliteStore final : public Store {
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
+  using Store::commit;
+  using Store::put_effect;
+
   void create(const Checkpoint& first) override;
-  void commit(const Checkpoint& next, std::uint64_t expected_seq) override;
+  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) override;
   std::optional<Checkpoint> latest(std::string_view run_id) override;
   std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
   std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
   Lease lease(std::string_view run_id, std::string_view owner) override;
-  void put_effect(const EffectRecord& record) override;
+  void renew(const LeaseToken& lease) override;
+  std::optional<std::chrono::milliseconds> lease_ttl() const override { return options_.lease_ttl; }
+  void put_effect(const EffectRecord& record, const LeaseToken& lease) override;
   std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
   std::vector<EffectRecord> effects(std::string_view run_id) override;
   void append_event(std::string_view run_id, const nlohmann::json& event) override;
@@ -104,8 +120,8 @@ class SqliteStore final : public Store {
 
  private:
   struct Db;  // the connection, its prepared statements and the per-run encoder cache
-  void release(const std::string& run_id, const std::string& token) noexcept;
-  void keep_lease(Db& db, const std::string& run_id);
+  void release(const LeaseToken& token) noexcept;
+  void keep_lease(Db& db, const std::string& run_id, const LeaseToken& lease);
 
   std::filesystem::path path_;
   SqliteStoreOptions options_;

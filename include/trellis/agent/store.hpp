@@ -9,15 +9,26 @@
 ///   `expected_seq` (a version check): a worker that lost the race gets run_busy and nothing
 ///   is written. Every checkpoint is kept (history) until retention removes it.
 /// - `lease` makes one worker the run's owner while it advances it; a second worker (thread
-///   or process) gets run_busy. A lease ends with its holder (RAII) or, for a crashed
-///   process, when its time-to-live runs out (FileStore: when the process dies).
+///   or process) gets run_busy. The lease belongs to the worker that took it, not to the store
+///   object: it is a LeaseToken {run, holder, epoch}, where the holder id is unique to that
+///   taking and the epoch grows with every taking of the run's lease. A lease ends with its
+///   holder (RAII) or, for a crashed process, when the store can tell it is dead or its
+///   time-to-live runs out (`lease_ttl`; see each store's header).
+/// - Fencing: `commit` and `put_effect` given a token write only while that token still holds
+///   the run's lease (its epoch is the run's newest); otherwise run_busy and nothing is
+///   written. `renew(token)` extends a lease with a time-to-live (the graph's heartbeat calls
+///   it every lease_ttl/3 while a run call holds the lease) and is run_busy once it is lost.
+///   The overloads without a token are for one worker per store object: they use the lease
+///   this store object took last on the run, if it still holds one, and apply only the
+///   version check otherwise.
 /// - Effects: each side effect's record (started, then its receipt) is committed durably on its
 ///   own by `put_effect`, before and right after the call (see effect.hpp); a later record of
 ///   the same key replaces the earlier one. They belong to the run: listed by `effects` in
 ///   the order they first started, kept by keep_last retention, deleted with the run.
 /// - Events: an append-only JSONL log per run (observability: written after the commit, not
 ///   part of it).
-/// Run ids are validated by `check_run_id` in every store.
+/// Run ids are validated by `check_run_id` in every call of every store, before anything else
+/// is looked at (invalid_run_id, whatever else is wrong with the call).
 
 #include <chrono>
 #include <cstdint>
@@ -44,15 +55,33 @@ struct Retention {
   ///< delete whole runs that ended (succeeded or failed) longer ago than this
 };
 
-/// A run's ownership while a worker advances it (RAII).
+/// Who holds a run's lease: the worker's proof, passed to every write it makes to the run.
+struct LeaseToken {
+  std::string run_id;
+  std::string holder;       ///< unique to one taking of the lease (not to a store or a process)
+  std::uint64_t epoch = 0;  ///< counts the takings of the run's lease; a newer holder has more
+  /// True for the default token, which stands for "no token" in Store's calls.
+  bool empty() const noexcept { return holder.empty(); }
+  friend bool operator==(const LeaseToken&, const LeaseToken&) = default;
+};
+
+/// A run's ownership while a worker advances it (RAII): releasing it (destruction) frees the
+/// run for the next worker.
 class Lease {
  public:
+  using Handle = std::unique_ptr<void, void (*)(void*)>;
   Lease() = default;
-  explicit Lease(std::unique_ptr<void, void (*)(void*)> token) : token_(std::move(token)) {}
-  bool held() const noexcept { return token_ != nullptr; }
+  /// A lease whose `handle`'s deleter releases it.
+  Lease(LeaseToken token, Handle handle) : token_(std::move(token)), handle_(std::move(handle)) {}
+  /// A lease without a token (stores written before LeaseToken): writes are not fenced by it.
+  explicit Lease(Handle handle) : handle_(std::move(handle)) {}
+  bool held() const noexcept { return handle_ != nullptr; }
+  /// The token to pass to commit, put_effect and renew (empty for a default Lease).
+  const LeaseToken& token() const noexcept { return token_; }
 
  private:
-  std::unique_ptr<void, void (*)(void*)> token_{nullptr, [](void*) {}};
+  LeaseToken token_;
+  Handle handle_{nullptr, [](void*) {}};
 };
 
 class Store {
@@ -60,17 +89,34 @@ class Store {
   virtual ~Store() = default;
 
   virtual void create(const Checkpoint& first) = 0;
-  virtual void commit(const Checkpoint& next, std::uint64_t expected_seq) = 0;
+  /// Appends `next` if the run's newest checkpoint is `expected_seq` (else run_busy) and
+  /// `lease` still holds the run's lease (else run_busy); `next.seq` must be expected_seq + 1
+  /// (else store_error). An empty `lease`: see the contract above.
+  virtual void commit(const Checkpoint& next, std::uint64_t expected_seq,
+                      const LeaseToken& lease) = 0;
+  /// commit(next, expected_seq, LeaseToken{}).
+  void commit(const Checkpoint& next, std::uint64_t expected_seq) {
+    commit(next, expected_seq, LeaseToken{});
+  }
   virtual std::optional<Checkpoint> latest(std::string_view run_id) = 0;
   virtual std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) = 0;
   virtual std::vector<Checkpoint> history(std::string_view run_id) = 0;
   virtual std::vector<std::string> runs() = 0;
   /// Takes the run's lease for `owner` (a free text for messages); run_busy if held.
   virtual Lease lease(std::string_view run_id, std::string_view owner) = 0;
+  /// Extends `lease` by the store's lease_ttl from now; run_busy when it no longer holds the
+  /// run's lease (released, or taken over after it expired), store_error when the store
+  /// cannot tell.
+  virtual void renew(const LeaseToken& lease) = 0;
+  /// How long a lease lives without a renewal; nullopt when leases do not expire (they end
+  /// with their holder), so nothing needs to renew them.
+  virtual std::optional<std::chrono::milliseconds> lease_ttl() const { return std::nullopt; }
   /// Commits effect record `record` of run `record.run_id` (inserting it, or replacing the
-  /// record of the same key) durably before returning; unknown_run if the run does not exist.
-  virtual void put_effect(const EffectRecord& record) = 0;
-  /// The record of effect `key` of the run, if any.
+  /// record of the same key) durably before returning, if `lease` still holds the run's lease
+  /// (else run_busy); unknown_run if the run does not exist. An empty `lease`: see above.
+  virtual void put_effect(const EffectRecord& record, const LeaseToken& lease) = 0;
+  /// put_effect(record, LeaseToken{}).
+  void put_effect(const EffectRecord& record) { put_effect(record, LeaseToken{}); }
   virtual std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) = 0;
   /// Every effect record of the run, in the order their effects first started.
   virtual std::vector<EffectRecord> effects(std::string_view run_id) = 0;

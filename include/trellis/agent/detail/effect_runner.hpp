@@ -44,10 +44,13 @@ class EffectRunner {
   /// The compensation declared on the graph for an effect name (nullptr: none).
   using FindCompensation = std::function<const CompensateFn*(std::string_view name)>;
 
-  EffectRunner(Store& store, std::string run_id, Clock& clock, Emit emit, Observed observed,
-               FindCompensation declared)
+  /// Writes the run's effect records with `lease` (the run call's token: a worker that lost
+  /// the run can start no effect).
+  EffectRunner(Store& store, std::string run_id, LeaseToken lease, Clock& clock, Emit emit,
+               Observed observed, FindCompensation declared)
       : store_(store),
         run_id_(std::move(run_id)),
+        lease_(std::move(lease)),
         clock_(clock),
         emit_(std::move(emit)),
         observed_(std::move(observed)),
@@ -104,6 +107,7 @@ class EffectRunner {
 
   Store& store_;
   std::string run_id_;
+  LeaseToken lease_;
   Clock& clock_;
   Emit emit_;
   Observed observed_;
