@@ -640,7 +640,7 @@ Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
 }
 
 void FileStore::put_effect(const EffectRecord& record) {
-  const std::string line = encode_line(nlohmann::json(record));
+  const std::string line = encode_line(detail::effect_json(record));
   auto rf = files(record.run_id);
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);

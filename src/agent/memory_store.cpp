@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "checkpoint_codec.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
 
@@ -12,13 +13,17 @@ namespace trellis::agent {
 
 void MemoryStore::create(const Checkpoint& first) {
   check_run_id(first.run_id);
+  Checkpoint kept = first;
+  detail::check_writable(kept);  // what the persistent stores could not write, refused alike
   std::lock_guard lock(m_);
   auto [it, fresh] = runs_.try_emplace(first.run_id);
   if (!fresh) throw run_busy("trellis: run '" + first.run_id + "' already exists");
-  it->second.checkpoints.push_back(first);
+  it->second.checkpoints.push_back(std::move(kept));
 }
 
 void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
+  Checkpoint kept = next;
+  detail::check_writable(kept);
   std::lock_guard lock(m_);
   auto it = runs_.find(next.run_id);
   if (it == runs_.end()) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
@@ -27,7 +32,7 @@ void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq) {
     throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
                    std::to_string(newest.seq) + ", expected " + std::to_string(expected_seq) +
                    "): another worker advanced it");
-  it->second.checkpoints.push_back(next);
+  it->second.checkpoints.push_back(std::move(kept));
 }
 
 std::optional<Checkpoint> MemoryStore::latest(std::string_view run_id) {
@@ -92,6 +97,8 @@ void MemoryStore::release(const std::string& run_id) {
 
 void MemoryStore::put_effect(const EffectRecord& record) {
   check_run_id(record.run_id);
+  EffectRecord kept = record;
+  detail::check_writable(kept);
   std::lock_guard lock(m_);
   auto it = runs_.find(record.run_id);
   if (it == runs_.end())
@@ -111,9 +118,9 @@ void MemoryStore::put_effect(const EffectRecord& record) {
   Run& run = it->second;
   auto [at, fresh] = run.effect_index.try_emplace(record.key, run.effects.size());
   if (fresh)
-    run.effects.push_back(record);
+    run.effects.push_back(std::move(kept));
   else
-    run.effects[at->second] = record;
+    run.effects[at->second] = std::move(kept);
 }
 
 std::optional<EffectRecord> MemoryStore::effect(std::string_view run_id, std::string_view key) {

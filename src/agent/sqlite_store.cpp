@@ -684,7 +684,7 @@ void SqliteStore::release(const std::string& run_id, const std::string& token) n
 
 void SqliteStore::put_effect(const EffectRecord& record) {
   check_run_id(record.run_id);
-  const std::string text = dump(nlohmann::json(record));
+  const std::string text = dump(detail::effect_json(record));
   std::lock_guard lock(m_);
   Db& db = *db_;
   Db::Transaction tx(db);
