@@ -163,8 +163,13 @@ int main(int argc, char** argv) {
       paused.interrupt = cp->interrupt;
       return report(paused, how);
     }
-    std::printf("resuming %s at %s; committed steps skipped: %s\n", id.c_str(),
-                cp->next_node.c_str(), joined(s.done).c_str());
+    // A kill after the approval: the decision was committed before the revision started, so
+    // the revision reruns with it (who approved is in the checkpoint), without asking again.
+    std::string decided;
+    if (const auto* yes = cp->decision ? std::get_if<ag::Approve>(&cp->decision->given) : nullptr)
+      decided = yes->reviewer.empty() ? " (approved)" : " (approved by " + yes->reviewer + ")";
+    std::printf("resuming %s at %s%s; committed steps skipped: %s\n", id.c_str(),
+                cp->next_node.c_str(), decided.c_str(), joined(s.done).c_str());
     return report(g.resume(id, store), how);  // after a kill: the uncommitted step on
   } catch (const trellis::error& e) {
     std::fprintf(stderr, "draft_review_revise: %s\n", e.what());

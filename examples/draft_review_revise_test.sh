@@ -5,8 +5,9 @@
 #   draft_review_revise_test.sh BINARY kill     start it with --slow and kill -9 it after its
 #                                               first committed step; run it again: it resumes
 #                                               without redoing that step; approve with --slow
-#                                               and kill -9 it mid-revision: the approval is
-#                                               the step in flight, so it is asked again
+#                                               and kill -9 it mid-revision: the approval was
+#                                               committed first, so the rerun continues the
+#                                               revision with it, without asking again
 set -euo pipefail
 
 bin=$1
@@ -134,7 +135,8 @@ case $mode in
     steps "$dir/rerun.out" | diff -u "$dir/rerun.expected" - ||
       fail "the run after kill -9 did not resume where it stopped"
 
-    # Killed mid-revision: the decision belongs to the step in flight, so it is asked again.
+    # Killed mid-revision: the decision was committed before the revision started, so the
+    # rerun continues the revision with it (and says who approved), without a new prompt.
     "$bin" --store "$store" --slow approve ana >"$dir/killed2.out" &
     pid=$!
     for ((tries = 0; tries < 300; ++tries)); do
@@ -147,11 +149,14 @@ case $mode in
     pid=
     grep -q 'succeeded' "$dir/killed2.out" && fail "the revision finished before it was killed"
     run >"$dir/rerun2.out" || fail "the run after the second kill exited with $?"
-    grep -qx "run-7 is paused (steps done: draft, review)" "$dir/rerun2.out" ||
-      fail "after a kill mid-revision the run is not paused at the gate"
-    run approve ana >"$dir/approve.out" || fail "approve exited with $?"
-    { echo "run-7: approved by ana"; approved_tail; } >"$dir/approve.expected"
-    steps "$dir/approve.out" | diff -u "$dir/approve.expected" - || fail "approve's output differs"
+    {
+      echo "resuming run-7 at revise (approved by ana); committed steps skipped: draft, review"
+      approved_tail
+    } >"$dir/rerun2.expected"
+    steps "$dir/rerun2.out" | diff -u "$dir/rerun2.expected" - ||
+      fail "after a kill mid-revision the rerun did not continue the approved revision"
+    run approve ana >"$dir/late.out" && fail "approving a finished run succeeded"
+    grep -q "not waiting for approval" "$dir/late.out" || fail "a second approval was not refused"
     echo "killed after the draft and mid-revision; each rerun resumed at the uncommitted step"
     ;;
 

@@ -46,6 +46,40 @@ void from_json(const nlohmann::json& j, Interrupt& i) {
   if (!a.is_null()) from_json(a, i.approval.emplace());
 }
 
+// {"kind": "approve", "reviewer": ..., "comment": ...}, {"kind": "reject", "reviewer": ...,
+// "reason": ...} or {"kind": "input", "reviewer": ..., "value": ...}, with when and what it
+// answers.
+void to_json(nlohmann::json& j, const Decision& d) {
+  if (const auto* a = std::get_if<Approve>(&d.given)) {
+    j = {{"kind", "approve"}, {"reviewer", a->reviewer}, {"comment", a->comment}};
+  } else if (const auto* r = std::get_if<Reject>(&d.given)) {
+    j = {{"kind", "reject"}, {"reviewer", r->reviewer}, {"reason", r->reason}};
+  } else {
+    const auto& i = std::get<Input>(d.given);
+    j = {{"kind", "input"}, {"reviewer", i.reviewer}, {"value", i.value}};
+  }
+  j["decided_at"] = d.decided_at;
+  j["answers"] = d.answers;
+  j["request"] = d.request;
+}
+
+void from_json(const nlohmann::json& j, Decision& d) {
+  const std::string kind = j.at("kind").get<std::string>();
+  if (kind == "approve") {
+    d.given = Approve{j.at("reviewer").get<std::string>(), j.at("comment").get<std::string>()};
+  } else if (kind == "reject") {
+    d.given = Reject{j.at("reason").get<std::string>(), j.at("reviewer").get<std::string>()};
+  } else if (kind == "input") {
+    d.given = Input{j.at("value"), j.at("reviewer").get<std::string>()};
+  } else {
+    throw store_error("trellis: a checkpoint record does not decode: unknown decision kind '" +
+                      kind + "'");
+  }
+  j.at("decided_at").get_to(d.decided_at);
+  j.at("answers").get_to(d.answers);
+  from_json(j.at("request"), d.request);
+}
+
 void to_json(nlohmann::json& j, const Checkpoint& c) {
   j = {{"run_id", c.run_id},
        {"seq", c.seq},
@@ -63,6 +97,7 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
   j["interrupt"] = c.interrupt ? nlohmann::json(*c.interrupt) : nlohmann::json();
   if (!c.effects.empty()) j["effects"] = c.effects;
   if (c.rerun_step) j["rerun_step"] = *c.rerun_step;
+  if (c.decision) j["decision"] = *c.decision;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -87,6 +122,8 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (auto e = j.find("effects"); e != j.end()) e->get_to(c.effects);
     c.rerun_step.reset();
     if (auto r = j.find("rerun_step"); r != j.end()) c.rerun_step = r->get<std::uint64_t>();
+    c.decision.reset();  // absent in records written before decisions were stored, and when none
+    if (auto d = j.find("decision"); d != j.end()) from_json(*d, c.decision.emplace());
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

@@ -4,13 +4,33 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 
+#include "../persist/json_text.hpp"
 #include "trellis/agent/errors.hpp"
 
 namespace trellis::agent::detail {
 
 namespace {
+
+std::string object_of(const Checkpoint& c) {
+  return "checkpoint " + std::to_string(c.seq) + " of run '" + c.run_id + "'";
+}
+
+std::string object_of(const EffectRecord& r) {
+  return "effect '" + r.name + "' (key " + r.key + ") of run '" + r.run_id + "'";
+}
+
+// A refusal found in a checkpoint's full record, named by its place in the checkpoint:
+// "/full/state/x" becomes "/state/x".
+[[noreturn]] void rethrow_in_checkpoint(const unwritable_value& e) {
+  constexpr std::string_view envelope = "/full";
+  std::string member = e.member();
+  if (std::string_view(member).starts_with(envelope)) member.erase(0, envelope.size());
+  throw unwritable_value(e.object(), std::move(member), e.reason());
+}
 
 // The checkpoint as JSON without "seq" (the record carries it).
 nlohmann::json body_of(const Checkpoint& c) {
@@ -85,8 +105,60 @@ void apply_members(nlohmann::json& target, const nlohmann::json& record, const c
 
 }  // namespace
 
+void check_member(nlohmann::json& member, std::initializer_list<const char*> path,
+                  const std::string& object) {
+  nlohmann::json record = nlohmann::json::object();
+  nlohmann::json* slot = &record;
+  for (const char* key : path) slot = &(*slot)[key];
+  *slot = std::move(member);
+  struct PutBack {
+    nlohmann::json& to;
+    nlohmann::json& from;
+    ~PutBack() { to = std::move(from); }
+  } put_back{member, *slot};
+  trellis::detail::check_writable(record, object);
+}
+
+void check_writable(Checkpoint& c) {
+  const std::string object = object_of(c);
+  try {
+    // In the order the full record holds them (its members are sorted), so that every store
+    // names the same member when several are bad.
+    if (c.decision) {
+      if (c.decision->request.approval)
+        check_member(c.decision->request.approval->proposed_input,
+                     {"full", "decision", "request", "approval", "proposed_input"}, object);
+      if (auto* input = std::get_if<Input>(&c.decision->given))
+        check_member(input->value, {"full", "decision", "value"}, object);
+    }
+    if (c.interrupt && c.interrupt->approval)
+      check_member(c.interrupt->approval->proposed_input,
+                   {"full", "interrupt", "approval", "proposed_input"}, object);
+    check_member(c.state, {"full", "state"}, object);
+  } catch (const unwritable_value& e) {
+    rethrow_in_checkpoint(e);
+  }
+}
+
+void check_writable(EffectRecord& r) {
+  const std::string object = object_of(r);
+  check_member(r.args, {"args"}, object);
+  check_member(r.result, {"result"}, object);
+}
+
+nlohmann::json effect_json(const EffectRecord& r) {
+  nlohmann::json j = r;
+  trellis::detail::check_writable(j, object_of(r));
+  return j;
+}
+
 nlohmann::json CheckpointEncoder::encode(const Checkpoint& c) {
   nlohmann::json now = body_of(c);
+  try {
+    check_member(now, {"full"}, object_of(c));  // before the encoder moves on
+  } catch (const unwritable_value& e) {
+    rethrow_in_checkpoint(e);
+  }
   nlohmann::json record = {{"seq", c.seq}};
   if (!previous_ || since_full_ + 1 >= every_) {
     record["full"] = now;

@@ -19,13 +19,43 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/effect.hpp"
 
 namespace trellis::agent::detail {
+
+// What a store writes must read back as it was: no NaN or infinite number (JSON has no text
+// for them; nlohmann writes null) and no nesting deeper than the readers accept
+// (trellis::max_json_depth), counted from the root of the record as written. A checkpoint is
+// checked in its full record {"seq":N,"full":{...}}, the deepest form any record or rewrite of
+// it takes (a delta is never deeper), so a checkpoint a store acknowledges can always be
+// snapshotted again. Every store refuses alike, MemoryStore included, before anything is
+// written: unwritable_value, naming the member as a JSON pointer into the checkpoint
+// ("/state/scores/2") or the effect record ("/result/total").
+
+/// Throws unwritable_value unless `member`, placed at `path` in a record (e.g. {"args"}), can
+/// be written. The member is moved into a record of that shape and back (it is unchanged on
+/// return, whether or not it throws); `object` names what is being written.
+void check_member(nlohmann::json& member, std::initializer_list<const char*> path,
+                  const std::string& object);
+
+/// The check above for every member of `c` that holds the user's JSON (its state, its
+/// interrupt's proposed input, its decision's input and request), as they sit in its full
+/// record: for MemoryStore, which keeps checkpoints unencoded. The encoder checks the whole
+/// record itself.
+void check_writable(Checkpoint& c);
+
+/// The same for an effect record's arguments and result (MemoryStore).
+void check_writable(EffectRecord& r);
+
+/// Effect record `r` as JSON, checked: what FileStore and SqliteStore write.
+nlohmann::json effect_json(const EffectRecord& r);
 
 /// Default distance between full records.
 inline constexpr std::size_t default_snapshot_every = 64;
@@ -37,7 +67,8 @@ class CheckpointEncoder {
       : every_(snapshot_every == 0 ? 1 : snapshot_every) {}
 
   /// The record for `c`: full for the first record and every `snapshot_every`-th, otherwise a
-  /// delta against the checkpoint encoded before it.
+  /// delta against the checkpoint encoded before it. Throws unwritable_value (and stays where
+  /// it was) when `c` cannot be written.
   nlohmann::json encode(const Checkpoint& c);
 
   /// Continues a chain whose newest checkpoint is `previous` (as JSON), `since_full` records

@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 
+#include "checkpoint_codec.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
@@ -37,12 +38,19 @@ void outcome_into(EffectRecord& rec, Call&& call, const char* what) {
   try {
     nlohmann::json result = call();
     (void)result.dump();  // throws for a result that is not UTF-8: no store could hold it
+    // NaN, infinities, nesting deeper than the stores read back: refused before the receipt.
+    check_member(result, {"result"}, "a result");  // (the message names it: no name needed)
     rec.status = EffectStatus::succeeded;
     rec.result = std::move(result);
   } catch (const nlohmann::json::type_error& e) {
     rec.status = EffectStatus::failed;
     rec.error = storable(std::string("the ") + what +
                          " returned, but its result cannot be stored: " + e.what());
+  } catch (const unwritable_value& e) {
+    rec.status = EffectStatus::failed;
+    rec.error =
+        storable(std::string("the ") + what +
+                 " returned, but its result cannot be stored: " + e.member() + " " + e.reason());
   } catch (const transient_error& e) {
     rec.status = EffectStatus::transient;
     rec.error = storable(e.what());
@@ -85,6 +93,14 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   // The attempt is over: nothing more runs in it.
   rethrow_if_broken();
   if (reconciliation_) throw *reconciliation_;
+  // Arguments that no store could write back as they are (NaN, infinities, too deep) have no
+  // record and no key: refused like the key refuses them, before anything is written.
+  try {
+    check_member(args, {"args"}, "arguments");  // (the graph_error names the effect)
+  } catch (const unwritable_value& e) {
+    throw graph_error("trellis: effect '" + std::string(name) + "' of run '" + run_id_ +
+                      "' has arguments that cannot be stored: " + e.member() + " " + e.reason());
+  }
   const std::uint32_t ordinal = next_ordinal_++;
   EffectRecord rec;
   rec.run_id = run_id_;

@@ -739,7 +739,7 @@ void FileStore::renew(const LeaseToken& lease) {
 
 void FileStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   auto rf = files(record.run_id);
-  const std::string line = encode_line(nlohmann::json(record));
+  const std::string line = encode_line(detail::effect_json(record));
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);
   if (!guard || !rf->refresh(true, options_.sync))

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "checkpoint_codec.hpp"
 #include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
@@ -13,10 +14,12 @@ namespace trellis::agent {
 
 void MemoryStore::create(const Checkpoint& first) {
   check_run_id(first.run_id);
+  Checkpoint kept = first;
+  detail::check_writable(kept);  // what the persistent stores could not write, refused alike
   std::lock_guard lock(m_);
   auto [it, fresh] = runs_.try_emplace(first.run_id);
   if (!fresh) throw run_busy("trellis: run '" + first.run_id + "' already exists");
-  it->second.checkpoints.push_back(first);
+  it->second.checkpoints.push_back(std::move(kept));
 }
 
 // Under m_: `lease` (unless empty: the no-token overloads) must hold the run's lease. A lease
@@ -37,6 +40,8 @@ void MemoryStore::check_lease(const std::string& run_id, const LeaseToken& lease
 void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
                          const LeaseToken& lease) {
   check_run_id(next.run_id);
+  Checkpoint kept = next;
+  detail::check_writable(kept);
   std::lock_guard lock(m_);
   auto it = runs_.find(next.run_id);
   if (it == runs_.end()) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
@@ -49,7 +54,7 @@ void MemoryStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
     throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
                       " cannot follow " + std::to_string(expected_seq));
   check_lease(next.run_id, lease);
-  it->second.checkpoints.push_back(next);
+  it->second.checkpoints.push_back(std::move(kept));
 }
 
 std::optional<Checkpoint> MemoryStore::latest(std::string_view run_id) {
@@ -126,6 +131,8 @@ void MemoryStore::release(const LeaseToken& token) {
 
 void MemoryStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   check_run_id(record.run_id);
+  EffectRecord kept = record;
+  detail::check_writable(kept);
   std::lock_guard lock(m_);
   auto it = runs_.find(record.run_id);
   if (it == runs_.end())
@@ -146,9 +153,9 @@ void MemoryStore::put_effect(const EffectRecord& record, const LeaseToken& lease
   Run& run = it->second;
   auto [at, fresh] = run.effect_index.try_emplace(record.key, run.effects.size());
   if (fresh)
-    run.effects.push_back(record);
+    run.effects.push_back(std::move(kept));
   else
-    run.effects[at->second] = record;
+    run.effects[at->second] = std::move(kept);
 }
 
 std::optional<EffectRecord> MemoryStore::effect(std::string_view run_id, std::string_view key) {

@@ -846,7 +846,7 @@ void SqliteStore::release(const LeaseToken& token) noexcept {
 
 void SqliteStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
   check_run_id(record.run_id);
-  const std::string text = dump(nlohmann::json(record));
+  const std::string text = dump(detail::effect_json(record));
   std::lock_guard lock(m_);
   Db& db = *db_;
   Db::Transaction tx(db);

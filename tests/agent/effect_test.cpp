@@ -604,6 +604,57 @@ TEST_CASE("effect: an error text or a result that is not UTF-8 still leaves a re
   CHECK(calls == 1);
 }
 
+TEST_CASE("effect: a result holding NaN or an infinity leaves a failed receipt that names it") {
+  for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    Harness h;
+    int calls = 0;
+    std::string seen;
+    h.node("a", [&](Doc& d, ag::RunContext& ctx) -> ag::NextStep {
+      try {
+        ctx.effect("quote", {{"item", 7}}, EffectPolicy::at_most_once, [&](const ag::EffectCall&) {
+          ++calls;
+          return json{{"price", bad}};
+        });
+      } catch (const ag::effect_failed& e) {
+        seen = e.what();
+        d.text = "no quote";
+      }
+      return ag::Halt{};
+    });
+    h.graph.entry("a");
+    CHECK(h.run().succeeded());
+    const auto records = h.store.effects("run-1");
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].status == EffectStatus::failed);  // not a receipt whose result reads null
+    CHECK(records[0].result.is_null());
+    CHECK(records[0].error.find("cannot be stored: /result/price is ") != std::string::npos);
+    CHECK(seen.find("/result/price") != std::string::npos);
+    CHECK(calls == 1);
+  }
+}
+
+TEST_CASE("effect: arguments nested deeper than a store reads back are refused before any record") {
+  Harness h;
+  std::string refused;
+  h.node("a", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    json deep = json::array();
+    for (int i = 0; i < trellis::max_json_depth; ++i) deep = json::array({deep});
+    try {
+      ctx.effect("store_tree", {{"tree", deep}}, EffectPolicy::idempotent,
+                 [](const ag::EffectCall&) {});
+    } catch (const ag::graph_error& e) {  // as for NaN arguments: no record, no key
+      refused = e.what();
+    }
+    return ag::Halt{};
+  });
+  h.graph.entry("a");
+  CHECK(h.run().succeeded());
+  CHECK(refused.find("effect 'store_tree'") != std::string::npos);
+  CHECK(refused.find("/args/tree/0/0") != std::string::npos);
+  CHECK(refused.find("is nested deeper than 512 levels") != std::string::npos);
+  CHECK(h.store.effects("run-1").empty());
+}
+
 TEST_CASE("effect: a fork starts without the source run's effect keys") {
   Harness h;
   h.node("a", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {

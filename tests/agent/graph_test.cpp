@@ -16,11 +16,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <latch>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -782,6 +785,209 @@ TEST_CASE("agent: an approval decided at expires_at is still in time") {
   CHECK(h.resume("run-1", ag::Approve{"ana"}).succeeded());
 }
 
+// --- decisions as records --------------------------------------------------------------------
+
+TEST_CASE("agent: a decision is committed with who, when, the comment and the request it answers") {
+  Harness h;
+  h.node("review", [](Doc&, ag::RunContext&) -> ag::NextStep {
+     return ag::Interrupt{"needs a person", publish_request(t0 + 1h), "publish"};
+   }).node("publish", halt());
+  h.graph.entry("review");
+  REQUIRE(h.run().interrupted());
+  const ag::Checkpoint waiting = h.latest();
+  h.clock.advance(1min);
+  REQUIRE(h.resume("run-1", ag::Approve{"ana", "fine by me"}).succeeded());
+
+  const auto history = h.store.history("run-1");
+  REQUIRE(history.size() == waiting.seq + 3);  // the pause, the decision, the publish step
+  const ag::Checkpoint& decided = history[waiting.seq + 1];
+  CHECK(decided.status == RunStatus::Running);
+  CHECK(decided.step == waiting.step);  // not a step: it lets one run
+  CHECK(decided.next_node == "publish");
+  REQUIRE(decided.decision.has_value());
+  CHECK(decided.decision->given == ag::Resume{ag::Approve{"ana", "fine by me"}});
+  CHECK(decided.decision->decided_at == "2024-01-01T00:01:00.000Z");
+  CHECK(decided.decision->answers == waiting.seq);
+  CHECK(decided.decision->request == *waiting.interrupt);
+  CHECK_FALSE(history.back().decision.has_value());  // the step it let run has committed
+
+  const auto events = h.store.events("run-1");
+  const auto recorded = std::find_if(events.begin(), events.end(), [](const nlohmann::json& e) {
+    return e.at("kind") == "decision_recorded";
+  });
+  REQUIRE(recorded != events.end());
+  CHECK(recorded->at("detail") == nlohmann::json{{"kind", "approve"},
+                                                 {"reviewer", "ana"},
+                                                 {"comment", "fine by me"},
+                                                 {"decided_at", "2024-01-01T00:01:00.000Z"},
+                                                 {"answers", waiting.seq}});
+  CHECK(std::next(recorded)->at("kind") == "resumed");
+}
+
+TEST_CASE(
+    "agent: a crash during the approved step reruns it with the stored decision, without asking "
+    "again") {
+  Harness h;
+  std::vector<std::optional<ag::Resume>> seen;
+  h.node("gate", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    seen.push_back(ctx.resume());
+    if (!ctx.approved()) return ag::Interrupt{"approve me", publish_request()};
+    return ag::Halt{};
+  });
+  h.graph.entry("gate");
+  REQUIRE(h.run().interrupted());
+  {
+    CrashingStore dying(h.store, 1);  // the decision commits; the approved step's commit dies
+    CHECK_THROWS_AS(h.graph.resume("run-1", dying, ag::Approve{"ana", "go"}, h.options()),
+                    PowerCut);
+  }
+  const ag::Checkpoint after_crash = h.latest();
+  CHECK(after_crash.status == RunStatus::Running);
+  REQUIRE(after_crash.decision.has_value());
+  CHECK(after_crash.decision->given == ag::Resume{ag::Approve{"ana", "go"}});
+
+  const auto out = h.resume();  // no decision: the stored one is used
+  CHECK(out.succeeded());
+  const ag::Resume approved = ag::Approve{"ana", "go"};
+  CHECK(seen == std::vector<std::optional<ag::Resume>>{std::nullopt, approved, approved});
+  CHECK(h.calls["gate"] == 3);
+  CHECK(h.event_kinds().back() == "graph_completed");
+}
+
+TEST_CASE("agent: the stored decision survives a retry of the step it applies to") {
+  Harness h;
+  std::vector<std::optional<ag::Resume>> seen;
+  int failures = 1;
+  h.node("ask", [](Doc&, ag::RunContext&) -> ag::NextStep {
+     return ag::Interrupt{"which title?", std::nullopt, "apply"};
+   }).node("apply", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    seen.push_back(ctx.resume());
+    if (failures-- > 0) throw ag::transient_error("rate limited");
+    return ag::Halt{};
+  });
+  h.graph.entry("ask").retry({.attempts = 3});
+  REQUIRE(h.run().interrupted());
+  REQUIRE(h.resume("run-1", ag::Input{{{"title", "Hello"}}, "cy"}).succeeded());
+  const ag::Resume input = ag::Input{{{"title", "Hello"}}, "cy"};
+  CHECK(seen == std::vector<std::optional<ag::Resume>>{input, input});
+}
+
+TEST_CASE("agent: a rejection is stored with the failure it causes") {
+  Harness h;
+  h.node("review", [](Doc&, ag::RunContext&) -> ag::NextStep {
+     return ag::Interrupt{"needs a person", publish_request(), "publish"};
+   }).node("publish", halt());
+  h.graph.entry("review");
+  REQUIRE(h.run().interrupted());
+  const std::uint64_t waiting = h.latest().seq;
+  const auto out = h.resume("run-1", ag::Reject{"too vague", "bo"});
+  CHECK(out.reason == Reason::approval_rejected);
+  const ag::Checkpoint failed = h.latest();
+  CHECK(failed.seq == waiting + 1);
+  CHECK(failed.status == RunStatus::Failed);
+  REQUIRE(failed.decision.has_value());
+  CHECK(failed.decision->given == ag::Resume{ag::Reject{"too vague", "bo"}});
+  CHECK(failed.decision->answers == waiting);
+  const auto kinds = h.event_kinds();
+  REQUIRE(kinds.size() >= 2);
+  CHECK(kinds[kinds.size() - 2] == "decision_recorded");
+  CHECK(kinds.back() == "graph_failed");
+}
+
+TEST_CASE("agent: an Input that cannot be written is refused and the run still waits") {
+  Harness h;
+  h.node("ask", [](Doc&, ag::RunContext&) -> ag::NextStep {
+     return ag::Interrupt{"which score?", std::nullopt, "apply"};
+   }).node("apply", halt());
+  h.graph.entry("ask");
+  REQUIRE(h.run().interrupted());
+  const ag::Checkpoint waiting = h.latest();
+  try {
+    (void)h.resume("run-1", ag::Input{{{"score", std::nan("")}}});
+    FAIL("an Input holding NaN was acknowledged");
+  } catch (const trellis::unwritable_value& e) {
+    CHECK(e.member() == "/decision/value/score");
+    CHECK(e.reason() == "is NaN");
+  }
+  CHECK(h.latest() == waiting);
+  CHECK(h.calls["apply"] == 0);
+  CHECK(h.resume("run-1", ag::Input{{{"score", 0.5}}}).succeeded());
+}
+
+// --- states that cannot be written -----------------------------------------------------------
+
+namespace {
+
+/// A node over a JSON state, made of a function.
+class JsonNode final : public ag::Node<nlohmann::json> {
+ public:
+  using Fn = std::function<ag::NextStep(nlohmann::json&, ag::RunContext&)>;
+  JsonNode(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  std::string_view name() const override { return name_; }
+  ag::NextStep run(nlohmann::json& s, ag::RunContext& ctx) override { return fn_(s, ctx); }
+
+ private:
+  std::string name_;
+  Fn fn_;
+};
+
+/// An array inside `levels` others: [[...[]...]].
+nlohmann::json nested(int levels) {
+  nlohmann::json v = nlohmann::json::array();
+  for (int i = 0; i < levels; ++i) {
+    nlohmann::json outer = nlohmann::json::array();
+    outer.push_back(std::move(v));
+    v = std::move(outer);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "agent: a step whose state cannot be written throws unwritable_value, commits nothing, and "
+    "a resume reruns it") {
+  for (const char* what : {"NaN", "+Inf", "-Inf", "too deep"}) {
+    CAPTURE(what);
+    const std::string bad = what;
+    ag::Graph<nlohmann::json> g;
+    bool fixed = false;
+    int runs = 0;
+    g.add(std::make_unique<JsonNode>("measure", [&](nlohmann::json& s, ag::RunContext&) {
+      ++runs;
+      if (fixed)
+        s["score"] = 0.5;
+      else if (bad == "NaN")
+        s["score"] = std::nan("");
+      else if (bad == "too deep")
+        s["score"] = nested(trellis::max_json_depth);
+      else
+        s["score"] = (bad == "+Inf" ? 1 : -1) * std::numeric_limits<double>::infinity();
+      return ag::NextStep{ag::Goto{"report"}};
+    }));
+    g.add(std::make_unique<JsonNode>(
+        "report", [](nlohmann::json&, ag::RunContext&) { return ag::NextStep{ag::Halt{}}; }));
+    g.entry("measure");
+    ag::MemoryStore store;
+    try {
+      (void)g.run("run-1", nlohmann::json::object(), store);
+      FAIL("a state that cannot be written was acknowledged");
+    } catch (const trellis::unwritable_value& e) {
+      CHECK(std::string(e.member()).starts_with("/state/score"));
+      if (bad != "too deep") CHECK(e.reason() == "is " + bad);
+      CHECK(std::string(e.what()).find("run 'run-1'") != std::string::npos);
+    }
+    const auto history = store.history("run-1");
+    REQUIRE(history.size() == 1);  // the run's first checkpoint, and nothing after it
+    CHECK(history[0].status == RunStatus::Queued);
+    fixed = true;
+    const auto out = g.resume("run-1", store);
+    CHECK(out.succeeded());
+    CHECK(out.state->at("score") == 0.5);
+    CHECK(runs == 2);
+  }
+}
+
 // --- resume errors ---------------------------------------------------------------------------
 
 TEST_CASE("agent: resuming a waiting run without a decision throws graph_error") {
@@ -990,12 +1196,12 @@ TEST_CASE("agent: the events log holds a run's events in order, with timestamps"
   std::vector<std::string> kinds_nodes;
   for (const auto& e : events)
     kinds_nodes.push_back(e.at("kind").get<std::string>() + " " + e.at("node").get<std::string>());
-  CHECK(kinds_nodes == std::vector<std::string>{"graph_started ", "step_started draft",
-                                                "step_completed draft", "step_started gate",
-                                                "step_completed gate", "interrupted gate",
-                                                "resumed review", "step_started review",
-                                                "retry_scheduled review", "step_started review",
-                                                "step_completed review", "graph_completed review"});
+  CHECK(kinds_nodes == std::vector<std::string>{
+                           "graph_started ", "step_started draft", "step_completed draft",
+                           "step_started gate", "step_completed gate", "interrupted gate",
+                           "decision_recorded review", "resumed review", "step_started review",
+                           "retry_scheduled review", "step_started review", "step_completed review",
+                           "graph_completed review"});
   std::string previous;
   for (const auto& e : events) {
     CAPTURE(e.dump());
@@ -1011,8 +1217,9 @@ TEST_CASE("agent: the events log holds a run's events in order, with timestamps"
   CHECK(events.back().at("at") == "2024-01-01T00:01:00.105Z");  // 5 ms, 1 min, 100 ms backoff
   CHECK(events[2].at("step") == 1);
   CHECK(events[2].at("detail").at("next") == "gate");
-  CHECK(events[8].at("detail").at("attempt") == 1);
-  CHECK(events[8].at("detail").at("backoff_ms") == 100);
+  CHECK(events[6].at("detail").at("reviewer") == "");
+  CHECK(events[9].at("detail").at("attempt") == 1);
+  CHECK(events[9].at("detail").at("backoff_ms") == 100);
   CHECK(events.back().at("step") == 3);
 }
 
@@ -1072,7 +1279,7 @@ TEST_CASE("agent: the event bus publishes the same events as the log") {
   REQUIRE(h.run().interrupted());
   REQUIRE(h.resume("run-1", ag::Approve{}).succeeded());
   CHECK(published == h.store.events("run-1"));
-  CHECK(published.size() == 12);
+  CHECK(published.size() == 13);
 }
 
 TEST_CASE(

@@ -18,10 +18,12 @@
 #include <cmath>
 #include <functional>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../persist/persist_test_support.hpp"
@@ -729,6 +731,214 @@ TEST_CASE_TEMPLATE("store: a graph runs, pauses and resumes on it from a new sto
   CHECK_THROWS_AS(g.resume("run-1", h.store()), trellis::agent::run_finished);
 }
 
+// ---- what cannot be written is refused before anything is, alike in every store -------------
+
+namespace {
+
+using trellis::unwritable_value;
+
+/// An array inside `levels` others: [[...[]...]].
+nlohmann::json nested(int levels) {
+  nlohmann::json v = nlohmann::json::array();
+  for (int i = 0; i < levels; ++i) {
+    nlohmann::json outer = nlohmann::json::array();
+    outer.push_back(std::move(v));
+    v = std::move(outer);
+  }
+  return v;
+}
+
+std::string repeated(const std::string& text, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += text;
+  return out;
+}
+
+/// The refusal `write()` throws (FAILs when it throws nothing).
+template <class Write>
+unwritable_value refusal(Write&& write) {
+  try {
+    write();
+  } catch (const unwritable_value& e) {
+    return e;
+  }
+  FAIL("the store acknowledged what it cannot write");
+  return unwritable_value("", "", "");
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "store: a state holding NaN or an infinity is refused, naming it; nothing is written", S,
+    TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  h.store().commit(cp("run-1", 1), 0);
+  const std::pair<double, const char*> cases[] = {
+      {std::nan(""), "is NaN"},
+      {std::numeric_limits<double>::infinity(), "is +Inf"},
+      {-std::numeric_limits<double>::infinity(), "is -Inf"}};
+  for (const auto& [bad, why] : cases) {
+    CAPTURE(why);
+    Checkpoint c = cp("run-1", 2);
+    c.state["scores"] = {1.5, bad};
+    const unwritable_value e = refusal([&] { h.store().commit(c, 1); });
+    CHECK(e.member() == "/state/scores/1");
+    CHECK(e.reason() == why);
+    CHECK(e.object() == "checkpoint 2 of run 'run-1'");
+  }
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0, 1});
+  CHECK(seqs(h.reopen().history("run-1")) == std::vector<std::uint64_t>{0, 1});
+  h.store().commit(cp("run-1", 2), 1);  // the run goes on from its last checkpoint
+  CHECK(h.reopen().latest("run-1") == cp("run-1", 2));
+
+  // A run's first checkpoint alike: no run is created.
+  Checkpoint first = cp("run-2", 0);
+  first.state = {{"x", std::nan("")}};
+  CHECK(refusal([&] { h.store().create(first); }).member() == "/state/x");
+  CHECK_FALSE(h.store().latest("run-2").has_value());
+  CHECK(h.reopen().runs() == std::vector<std::string>{"run-1"});
+  h.store().create(cp("run-2", 0));
+  CHECK(h.store().latest("run-2") == cp("run-2", 0));
+}
+
+TEST_CASE_TEMPLATE("store: a state nested to the readers' limit is kept, one level more refused", S,
+                   TRELLIS_ALL_STORES) {
+  // A record holds the state two levels below its root ({"full":{"state":...}}), and readers
+  // refuse a container inside more than max_json_depth others.
+  const int deepest = trellis::max_json_depth - 2;
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  Checkpoint kept = cp("run-1", 1);
+  kept.state = nested(deepest);
+  h.store().commit(kept, 0);  // a delta record
+  Checkpoint too_deep = cp("run-1", 2);
+  too_deep.state = nested(deepest + 1);
+  const unwritable_value e = refusal([&] { h.store().commit(too_deep, 1); });
+  CHECK(e.member() == "/state" + repeated("/0", deepest + 1));
+  CHECK(e.reason() == "is nested deeper than 512 levels");
+  CHECK(h.reopen().latest("run-1") == kept);
+  // Rewritten as a full record (retention keeps the newest), it still reads back.
+  h.store().apply_retention({.keep_last = 1});
+  CHECK(h.reopen().history("run-1") == std::vector<Checkpoint>{kept});
+  h.store().commit(cp("run-1", 2), 1);
+  CHECK(h.reopen().latest("run-1") == cp("run-1", 2));
+}
+
+TEST_CASE_TEMPLATE("store: an interrupt's proposed input and a decision's input are checked too", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  Checkpoint paused = cp("run-1", 1);
+  paused.interrupt = trellis::agent::Interrupt{
+      "approve?",
+      trellis::agent::ApprovalRequest{
+          "pay", {{"amount", std::numeric_limits<double>::infinity()}}, "money", std::nullopt},
+      "pay"};
+  CHECK(refusal([&] { h.store().commit(paused, 0); }).member() ==
+        "/interrupt/approval/proposed_input/amount");
+  Checkpoint decided = cp("run-1", 1);
+  decided.decision = trellis::agent::Decision{
+      trellis::agent::Input{{{"deep", nested(trellis::max_json_depth)}}, "cy"}, iso(kT0), 0, {}};
+  const unwritable_value e = refusal([&] { h.store().commit(decided, 0); });
+  CHECK(std::string(e.member()).starts_with("/decision/value/deep/0/0"));
+  CHECK(seqs(h.reopen().history("run-1")) == std::vector<std::uint64_t>{0});
+}
+
+TEST_CASE_TEMPLATE("store: an effect record that cannot be written is refused; the last one stays",
+                   S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  const EffectRecord charge = started("run-1", "charge_card");
+  h.store().put_effect(charge);
+  const unwritable_value e = refusal([&] {
+    h.store().put_effect(receipt(charge, {{"total", std::nan("")}}));
+  });
+  CHECK(e.member() == "/result/total");
+  CHECK(e.reason() == "is NaN");
+  EffectRecord deep = started("run-1", "store_tree", 1);
+  deep.args = {{"tree", nested(trellis::max_json_depth)}};
+  CHECK(std::string(refusal([&] { h.store().put_effect(deep); }).member())
+            .starts_with("/args/tree/0/0"));
+  CHECK(h.reopen().effects("run-1") == std::vector<EffectRecord>{charge});
+}
+
+TEST_CASE_TEMPLATE("store: a checkpoint's decision is stored and read back as it was given", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  std::vector<Checkpoint> written{cp("run-1", 0)};
+  const trellis::agent::Interrupt request{
+      "approve the revision",
+      trellis::agent::ApprovalRequest{
+          "revise", {{"critique", "say more"}}, "it replaces the draft", kT0 + 1h},
+      "revise"};
+  const trellis::agent::Resume decisions[] = {
+      trellis::agent::Approve{"ana", "fine by me"}, trellis::agent::Reject{"too vague", "bo"},
+      trellis::agent::Input{{{"title", "Hello"}, {"n", 2.5}}, "cy"}, trellis::agent::Approve{}};
+  std::uint64_t seq = 1;
+  for (const auto& given : decisions) {
+    Checkpoint c = cp("run-1", seq);
+    c.decision = trellis::agent::Decision{given, iso(kT0 + 1min), seq - 1, request};
+    h.store().commit(c, seq - 1);
+    written.push_back(c);
+    ++seq;
+  }
+  h.store().commit(cp("run-1", seq), seq - 1);  // and none again
+  written.push_back(cp("run-1", seq));
+  CHECK(h.store().history("run-1") == written);
+  CHECK(h.reopen().history("run-1") == written);
+}
+
+namespace {
+
+/// A node over a JSON state, made of a function.
+class JsonStep final : public trellis::agent::Node<nlohmann::json> {
+ public:
+  using Fn = std::function<trellis::agent::NextStep(nlohmann::json&)>;
+  JsonStep(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  std::string_view name() const override { return name_; }
+  trellis::agent::NextStep run(nlohmann::json& s, trellis::agent::RunContext&) override {
+    return fn_(s);
+  }
+
+ private:
+  std::string name_;
+  Fn fn_;
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "store: a graph step whose state cannot be written is not acknowledged; the run resumes", S,
+    TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  std::string produce = "NaN";
+  trellis::agent::Graph<nlohmann::json> g;
+  g.add(std::make_unique<JsonStep>("measure", [&](nlohmann::json& s) {
+    if (produce == "NaN") s["score"] = std::nan("");
+    if (produce == "deep") s["score"] = nested(trellis::max_json_depth);
+    if (produce == "ok") s["score"] = 0.5;
+    return trellis::agent::NextStep{trellis::agent::Interrupt{
+        "publish?", trellis::agent::ApprovalRequest{"publish", {}, "public", std::nullopt},
+        "publish"}};
+  }));
+  g.add(std::make_unique<JsonStep>(
+      "publish", [](nlohmann::json&) { return trellis::agent::NextStep{trellis::agent::Halt{}}; }));
+  g.entry("measure");
+  CHECK(refusal([&] { (void)g.run("run-1", nlohmann::json::object(), h.store()); }).member() ==
+        "/state/score");
+  produce = "deep";
+  CHECK(std::string(refusal([&] { (void)g.resume("run-1", h.reopen()); }).member())
+            .starts_with("/state/score/0"));
+  CHECK(seqs(h.reopen().history("run-1")) == std::vector<std::uint64_t>{0});
+  produce = "ok";
+  CHECK(g.resume("run-1", h.reopen()).interrupted());
+  const auto done = g.resume("run-1", h.reopen(), trellis::agent::Approve{"ana"});
+  CHECK(done.succeeded());
+  CHECK(done.state->at("score") == 0.5);
+}
+
 // ---- FileStore ---------------------------------------------------------------------------------
 
 namespace {
@@ -993,6 +1203,35 @@ TEST_CASE(
   CHECK_FALSE(removed.contains("full"));
   CHECK(removed["unset"] == nlohmann::json::array({"effects"}));
   CHECK(h.reopen().history("run-1")[2] == cp("run-1", 2));
+}
+
+TEST_CASE("file store: a paused run written before decisions were stored loads and resumes") {
+  // The journal of a run paused before publish, as trellis wrote it before Checkpoint::decision
+  // existed (no "decision" member; the codec is FileStore's and SqliteStore's alike).
+  Harness<FileStore> h;
+  const nlohmann::json full = nlohmann::json::parse(R"({
+    "run_id": "run-1", "status": "WaitingApproval", "next_node": "publish", "step": 3,
+    "attempt": 0, "state": {"drafts": 3, "big": ""}, "schema": 1,
+    "fingerprint": "v=1;nodes=draft,publish", "resume_node": "draft", "reason": "none",
+    "detail": "", "created_at": "2023-11-14T22:13:20.000Z",
+    "interrupt": {"reason": "publish?", "then": "publish", "approval": null},
+    "rerun_step": 2})");
+  fs::create_directories(h.root() / "run-1");
+  persist_test::write_bytes(journal_of(h, "run-1"),
+                            persist_test::with_valid_checksum({{"seq", 3}, {"full", full}}));
+  const Checkpoint paused = *h.reopen().latest("run-1");
+  CHECK(paused.status == RunStatus::WaitingApproval);
+  CHECK_FALSE(paused.decision.has_value());
+
+  trellis::agent::Graph<Note> g;
+  g.add<Draft>().add<Publish>().entry("draft").max_steps(10);
+  CHECK(g.resume("run-1", h.store(), trellis::agent::Approve{"ana"}).succeeded());
+  const auto history = h.reopen().history("run-1");
+  REQUIRE(history.size() == 3);
+  CHECK(history[0] == paused);
+  REQUIRE(history[1].decision.has_value());
+  CHECK(history[1].decision->given == trellis::agent::Resume{trellis::agent::Approve{"ana"}});
+  CHECK(history[1].decision->answers == 3);
 }
 
 // ---- SqliteStore -------------------------------------------------------------------------------

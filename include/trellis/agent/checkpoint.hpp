@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// One committed checkpoint of a run: everything needed to continue it, written in one atomic
-/// commit after every step (and at every pause). A run is its sequence of checkpoints; the
-/// newest one is where it resumes, the older ones are its history.
+/// commit after every step (and at every pause, and when a decision on a pause is given). A
+/// run is its sequence of checkpoints; the newest one is where it resumes, the older ones are
+/// its history.
 
 #include <cstdint>
 #include <optional>
@@ -13,9 +14,23 @@
 
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
+#include "trellis/agent/resume.hpp"
 #include "trellis/agent/run_status.hpp"
 
 namespace trellis::agent {
+
+/// A decision on a pause, as committed: by the checkpoint that leaves the pause (Running,
+/// before the step it lets run) for Approve and Input, by the Failed checkpoint for Reject
+/// and for a decision that came after the request expired. It is the audit trail of the
+/// approval, and what the step sees again when it reruns after a crash.
+struct Decision {
+  Resume given;               ///< as passed to Graph::resume (reviewer, comment or reason, input)
+  std::string decided_at;     ///< ISO-8601 UTC, when resume() received it
+  std::uint64_t answers = 0;  ///< the seq of the WaitingApproval checkpoint it answers
+  Interrupt request;          ///< that checkpoint's interrupt (with its approval request)
+
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
 
 struct Checkpoint {
   std::string run_id;
@@ -32,6 +47,10 @@ struct Checkpoint {
   /// While that node reruns after its pause(s): the step its effects are keyed by (the step
   /// of its first pause in a row), so what it did before pausing replays.
   std::optional<std::uint64_t> rerun_step;
+  /// The decision on the pause this run left last, while the step it applies to has not
+  /// committed (it survives retries and a cancellation), and in a Failed checkpoint the
+  /// decision that failed the run. Absent in records written before decisions were stored.
+  std::optional<Decision> decision;
   Reason reason = Reason::none;
   std::string detail;
   std::string created_at;  ///< ISO-8601 UTC
@@ -43,6 +62,8 @@ struct Checkpoint {
 
 void to_json(nlohmann::json& j, const Interrupt& i);
 void from_json(const nlohmann::json& j, Interrupt& i);
+void to_json(nlohmann::json& j, const Decision& d);
+void from_json(const nlohmann::json& j, Decision& d);
 void to_json(nlohmann::json& j, const Checkpoint& c);
 void from_json(const nlohmann::json& j, Checkpoint& c);
 

@@ -15,8 +15,9 @@
 
 namespace trellis::agent {
 
-/// graph_started, step_started, step_completed, retry_scheduled, interrupted, resumed,
-/// graph_completed, graph_failed, cancelled.
+/// graph_started, step_started, step_completed, retry_scheduled, interrupted,
+/// decision_recorded (who decided on a pause, when, and which pause), resumed, graph_completed,
+/// graph_failed, cancelled.
 struct RunEventRecord {
   std::string kind;
   std::string run_id;

@@ -31,10 +31,27 @@
 /// call with run_busy, the node seeing RunContext::stop_requested(), and nothing of the step
 /// in flight is committed.
 ///
+/// Approvals: a decision on a pause (resume.hpp) is committed as soon as it is given, with who
+/// gave it, when, the comment or reason and the request it answers (Checkpoint::decision), in a
+/// checkpoint of its own that leaves the pause, before the step it lets run; then a
+/// `decision_recorded` event. A crash during that step does not ask again: resume() (with no
+/// decision) reruns the step with the stored decision, which the node sees in
+/// RunContext::resume() as it was given. A Reject (or a decision after the request expired) is
+/// stored with the failure it causes.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
 /// held by another worker (run_busy).
+///
+/// A state that JSON cannot carry back as it is (a NaN or infinite number, nesting deeper than
+/// trellis::max_json_depth counted from the stored record's root: the state itself sits two
+/// levels down) is refused by every store before anything is written, and run()/resume()
+/// throw that trellis::unwritable_value, naming the member ("/state/scores/2"). The step is
+/// not acknowledged and not failed: like a store failure, the run stays at its last
+/// checkpoint, and a resume (with a node that produces a writable state) reruns the step. The
+/// same holds for an interrupt's proposed input and a decision's Input. Lifecycle observers
+/// (RunOptions::on_status, monitor) may already have seen the refused step's status change.
 
 #include <algorithm>
 #include <chrono>
@@ -196,7 +213,9 @@ class Graph {
   }
 
   /// Continues run `run_id` from its newest checkpoint: after a crash, a cancellation or a
-  /// pause (which needs `decision`: Approve, Reject or Input).
+  /// pause (which needs `decision`: Approve, Reject or Input; it is committed before the step
+  /// it lets run, and a resume after a crash during that step reuses it). A decision given to
+  /// a run that is not paused is ignored.
   Outcome<S> resume(const std::string& run_id, Store& store,
                     std::optional<Resume> decision = std::nullopt, RunOptions options = {}) {
     check_run_id(run_id);
@@ -264,6 +283,7 @@ class Graph {
       first.status = RunStatus::Queued;
       first.reason = Reason::none;
       first.detail.clear();
+      first.decision.reset();
       if (first.next_node.empty()) first.next_node = entry_;
     } else if (first.status == RunStatus::Running || first.status == RunStatus::Cancelled) {
       first.status = RunStatus::Queued;
@@ -343,6 +363,8 @@ class Graph {
       }
     }
 
+    /// Runs the loop; `decision` is applied to a paused run only (elsewhere the stored one,
+    /// if any, is the one that counts).
     Outcome<S> start(std::optional<Resume> decision) {
       const auto started = std::chrono::steady_clock::now();
       if (cp_.status == RunStatus::WaitingApproval) {
@@ -351,12 +373,10 @@ class Graph {
       } else if (cp_.status == RunStatus::Cancelled) {
         change(RunEvent::Start);
         emit("resumed", cp_.next_node, 0.0);
-        decision.reset();
       } else {
         if (cp_.status == RunStatus::Queued) change(RunEvent::Start);
-        decision.reset();
       }
-      Outcome<S> out = loop(std::move(decision));
+      Outcome<S> out = loop();
       (void)started;
       return out;
     }
@@ -400,23 +420,40 @@ class Graph {
     }
 
    private:
-    /// Applies a decision to a paused run; returns an outcome when it ends the run.
-    std::optional<Outcome<S>> decide(const Resume& decision) {
-      const std::optional<ApprovalRequest>& request =
-          cp_.interrupt ? cp_.interrupt->approval : std::nullopt;
+    /// Applies a decision to a paused run, committing it first (the audit trail, and what the
+    /// step sees again if it reruns after a crash); returns an outcome when it ends the run.
+    std::optional<Outcome<S>> decide(const Resume& given) {
+      Decision decision{given, detail::now_iso8601(clock_), cp_.seq,
+                        cp_.interrupt.value_or(Interrupt{})};
+      const std::optional<ApprovalRequest>& request = decision.request.approval;
       if (request && request->expires_at && clock_.now() > *request->expires_at)
         return fail(Reason::approval_expired,
-                    "the approval request expired at " + detail::format_time(*request->expires_at));
-      if (const auto* reject = std::get_if<Reject>(&decision)) {
+                    "the approval request expired at " + detail::format_time(*request->expires_at),
+                    std::move(decision));
+      if (const auto* reject = std::get_if<Reject>(&given)) {
         std::string who = reject->reviewer.empty() ? "" : " by " + reject->reviewer;
         return fail(Reason::approval_rejected,
-                    "rejected" + who + (reject->reason.empty() ? "" : ": " + reject->reason));
+                    "rejected" + who + (reject->reason.empty() ? "" : ": " + reject->reason),
+                    std::move(decision));
       }
       change(RunEvent::Continue);
+      Checkpoint c = base();
+      c.status = RunStatus::Running;
+      c.decision = std::move(decision);
+      commit(std::move(c));
+      emit_decision();
       return std::nullopt;
     }
 
-    Outcome<S> loop(std::optional<Resume> decision) {
+    /// The decision_recorded event of the decision the newest checkpoint holds.
+    void emit_decision() {
+      nlohmann::json d = *cp_.decision;
+      d.erase("request");  // in the checkpoint; the event says which one (answers)
+      d.erase("value");
+      emit("decision_recorded", cp_.next_node, 0.0, std::move(d));
+    }
+
+    Outcome<S> loop() {
       for (;;) {
         keeper_.check();  // a lost lease stops the run where it is (run_busy)
         if (options_.stop.stop_requested()) {
@@ -443,9 +480,11 @@ class Graph {
         const bool rerun = !cp_.resume_node.empty() && cp_.resume_node == name && cp_.step > 0;
         const std::uint64_t effect_step = rerun ? cp_.rerun_step.value_or(cp_.step - 1) : cp_.step;
         effects_.begin(name, effect_step);
-        // The decision holds for every attempt of this step (a retry keeps it), not later ones.
+        // The stored decision holds for every attempt of this step (a retry keeps it, and so
+        // does a rerun after a crash), not later ones: the step's commit clears it.
         RunContext ctx(cp_.run_id, name, cp_.step, cp_.attempt, mode, keeper_.stop_token(),
-                       decision, clock_, &effects_);
+                       cp_.decision ? std::optional<Resume>(cp_.decision->given) : std::nullopt,
+                       clock_, &effects_);
         emit("step_started", name, 0.0);
         const auto t0 = std::chrono::steady_clock::now();
 
@@ -511,8 +550,8 @@ class Graph {
           c.state = nlohmann::json(state_);
           c.resume_node.clear();
           c.rerun_step.reset();
+          c.decision.reset();
           commit(std::move(c));
-          decision.reset();
           emit("step_completed", name, ms, step_detail(go->node));
         } else if (std::holds_alternative<Halt>(*next)) {
           change(RunEvent::Succeed);
@@ -521,6 +560,7 @@ class Graph {
           c.next_node.clear();
           c.resume_node.clear();
           c.rerun_step.reset();
+          c.decision.reset();
           c.step = cp_.step + 1;
           c.attempt = 0;
           c.state = nlohmann::json(state_);
@@ -540,6 +580,7 @@ class Graph {
           c.attempt = 0;
           c.state = nlohmann::json(state_);
           c.interrupt = pause;
+          c.decision.reset();  // the new pause waits for a decision of its own
           commit(std::move(c));
           emit("step_completed", name, ms, step_detail(cp_.next_node));
           emit("interrupted", name, 0.0, {{"reason", pause.reason}});
@@ -566,13 +607,18 @@ class Graph {
       return std::nullopt;
     }
 
-    Outcome<S> fail(Reason reason, std::string detail) {
+    /// Fails the run; `decision`: the decision on the pause that fails it, stored with it.
+    Outcome<S> fail(Reason reason, std::string detail,
+                    std::optional<Decision> decision = std::nullopt) {
       change(RunEvent::Fail);
       Checkpoint c = base();
       c.status = RunStatus::Failed;
       c.reason = reason;
       c.detail = detail;
+      const bool decided = decision.has_value();
+      if (decided) c.decision = std::move(decision);
       commit(std::move(c));
+      if (decided) emit_decision();
       emit("graph_failed", cp_.next_node, 0.0,
            {{"reason", std::string(enumeration<Reason>::name(reason))}, {"detail", detail}});
       // The failure is committed first, so a crash during the compensations leaves a failed
