@@ -37,8 +37,9 @@ void throw_disposed(const Node* n) {
 
 void throw_cycle(const Node* n) {
   throw cycle_error(std::string("trellis: cycle: a ") + kind_of(n) +
-                    " read itself (directly or through other computeds) while it was being "
-                    "evaluated");
+                    " was read while it was being evaluated (its function reads itself, directly "
+                    "or through what depends on it, or a write it makes runs a signal or effect "
+                    "that reads it)");
 }
 
 Node::~Node() { graph->release(); }
@@ -310,7 +311,11 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
     while (!dirty && l != nullptr) {
       Node* d = l->dep;
       const std::uint32_t df = d->flags;
-      if ((df & kDisposed) != 0) {
+      if ((df & (kDisposed | kEvaluating)) != 0) [[unlikely]] {
+        // Being evaluated: what is read now depends on a value still being computed (a cycle,
+        // or a flush run by a write inside that computation). Its cached value would be stale,
+        // and the marks cleared on this walk would hide the change when it lands.
+        if ((df & kDisposed) == 0) throw_cycle(d);
         // Disposed during this walk (its detaching waits for the walk's end, which marks n
         // dirty without running anything): it changes nothing now.
         l = l->next_dep;
@@ -318,7 +323,7 @@ bool Graph::check_dirty_from(Node* n, std::size_t base) {
         if (evaluate(d)) shallow_propagate(d);
         dirty = (n->flags & kDirty) != 0;
         if (!dirty) l = l->next_dep;
-      } else if ((df & (kPending | kRecheck)) != 0 && (df & kEvaluating) == 0) {
+      } else if ((df & (kPending | kRecheck)) != 0) {
         stack_.push(l);  // resume n at l's successor once d is settled
         n = d;
         l = d->deps;

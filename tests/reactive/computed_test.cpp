@@ -307,6 +307,59 @@ TEST_CASE_TEMPLATE("computed: a cycle through others raises cycle_error", Ctx,
   CHECK(first->get() == 1);
 }
 
+TEST_CASE_TEMPLATE("computed: a cycle that appears after a write raises cycle_error on every read",
+                   Ctx, TRELLIS_ALL_CONTEXTS) {
+  // c1 reads c2 only once `loop` is set, so the cycle is found by a pull that starts at a
+  // node whose value is cached: the read of c2 inside c1 must not return that stale value.
+  Ctx ctx;
+  auto loop = ctx.cell(false);
+  std::optional<trellis::Computed<int>> c1;
+  std::optional<trellis::Computed<int>> c2;
+  c1 = ctx.computed([&] { return loop.get() ? c2->get() + 1 : 1; });
+  c2 = ctx.computed([&] { return c1->get() + 1; });
+  CHECK(c2->get() == 2);
+  loop.set(true);
+  SUBCASE("reading the node whose value is cached first") {
+    CHECK_THROWS_AS((void)c2->get(), trellis::cycle_error);
+    CHECK_THROWS_AS((void)c1->get(), trellis::cycle_error);
+  }
+  SUBCASE("reading the node that closes the cycle first") {
+    CHECK_THROWS_AS((void)c1->get(), trellis::cycle_error);
+    CHECK_THROWS_AS((void)c2->get(), trellis::cycle_error);
+  }
+  CHECK_THROWS_AS((void)c2->get(), trellis::cycle_error);  // not cached as a value
+
+  loop.set(false);
+  CHECK(c1->get() == 1);
+  CHECK(c2->get() == 2);
+}
+
+TEST_CASE_TEMPLATE("computed: a cycle through a node being checked raises cycle_error", Ctx,
+                   TRELLIS_ALL_CONTEXTS) {
+  // The pull of `top` checks `mid`, which evaluates `low`, which reads `top` back: a cycle
+  // three nodes long whose closing read meets nodes that are being checked, not evaluated.
+  Ctx ctx;
+  auto loop = ctx.cell(false);
+  auto a = ctx.cell(1);
+  std::optional<trellis::Computed<int>> top;
+  auto low = ctx.computed([&] { return loop.get() ? top->get() + a.get() : a.get(); });
+  auto mid = ctx.computed([&] { return low.get() * 10; });
+  top = ctx.computed([&] { return mid.get() + 1; });
+  CHECK(top->get() == 11);
+  loop.set(true);
+  CHECK_THROWS_AS((void)top->get(), trellis::cycle_error);
+  CHECK_THROWS_AS((void)mid.get(), trellis::cycle_error);
+  CHECK_THROWS_AS((void)low.get(), trellis::cycle_error);
+
+  ctx.batch([&] {
+    loop.set(false);
+    a.set(2);
+  });
+  CHECK(low.get() == 2);
+  CHECK(mid.get() == 20);
+  CHECK(top->get() == 21);
+}
+
 TEST_CASE_TEMPLATE("computed: a throwing evaluation is not cached", Ctx, TRELLIS_ALL_CONTEXTS) {
   Ctx ctx;
   auto fail = ctx.cell(true);
@@ -332,6 +385,30 @@ TEST_CASE_TEMPLATE("computed: a throwing evaluation is not cached", Ctx, TRELLIS
   a.set(3);
   CHECK(c.get() == 9);
   CHECK(evaluations.value() == 4);
+}
+
+TEST_CASE_TEMPLATE("computed: a read after its input threw follows that input once it succeeds",
+                   Ctx, TRELLIS_ALL_CONTEXTS) {
+  // No write comes between the failure and the retry (the failure came from outside the
+  // graph): the retry's new value must still reach the node read, not leave it cached.
+  Ctx ctx;
+  bool broken = false;
+  auto a = ctx.cell(1);
+  auto source = ctx.computed([&] {
+    const int v = a.get();
+    if (broken) {
+      throw test_failure("source failed");
+    }
+    return v * 2;
+  });
+  auto derived = ctx.computed([&] { return source.get() + 1; });
+  CHECK(derived.get() == 3);
+  broken = true;
+  a.set(2);
+  CHECK_THROWS_AS((void)derived.get(), test_failure);
+  broken = false;
+  CHECK(derived.get() == 5);
+  CHECK(source.get() == 4);
 }
 
 TEST_CASE_TEMPLATE("computed: an effect behind it still sees later writes after a budget abort",

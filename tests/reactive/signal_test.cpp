@@ -109,3 +109,35 @@ TEST_CASE_TEMPLATE("signal: a copy refers to the same node", Ctx, TRELLIS_ALL_CO
   CHECK(s.get() == 8);
   CHECK(evaluations.value() == 2);
 }
+
+TEST_CASE_TEMPLATE("signal: reading a computation in progress from a flush raises cycle_error", Ctx,
+                   TRELLIS_ALL_CONTEXTS) {
+  // `source` writes `written` while it is evaluated; the write flushes `watcher`, which reads
+  // `derived`, whose input `source` has not finished: its cached value would be stale.
+  Ctx ctx;
+  auto input = ctx.cell(0);
+  auto written = ctx.cell(0);
+  auto source = ctx.computed([&] {
+    const int v = input.get();
+    written.set(v);
+    return v * 2;
+  });
+  auto derived = ctx.computed([&] { return source.get() + 1; });
+  auto watcher = ctx.signal([&] { return written.get() > 0 ? derived.get() : -1; });
+  CHECK(derived.get() == 1);
+  CHECK(watcher.get() == -1);
+
+  input.set(1);
+  CHECK_THROWS_AS((void)derived.get(), trellis::cycle_error);
+  // Not cached: the next read evaluates again; its write is now an equal one, which flushes
+  // nothing, so it completes, and every node agrees.
+  CHECK(derived.get() == 3);
+  CHECK(source.get() == 2);
+  CHECK(watcher.get() == 3);
+
+  input.set(0);
+  CHECK(derived.get() == 1);
+  CHECK(source.get() == 0);
+  CHECK(watcher.get() == -1);
+  settle(ctx);
+}

@@ -2,7 +2,10 @@
 /// @file
 /// `Computed<T>`: a lazy, memoized value derived from whatever its callable reads. It is not
 /// evaluated until read, evaluated at most once per change of its inputs, and an evaluation
-/// that yields an equal (`==`) value stops propagation downstream.
+/// that yields an equal (`==`) value stops propagation downstream. Reading it while it is being
+/// evaluated (from its own callable, through computeds that depend on it, or from a signal or
+/// effect that a write in its callable runs) raises `cycle_error`; nothing is cached, and the
+/// next read after the cycle is gone sees consistent values.
 
 #include "trellis/reactive/detail/derived.hpp"
 

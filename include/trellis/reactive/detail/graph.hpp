@@ -13,6 +13,9 @@
 ///   bottom-up, so that an equal result cuts the propagation off (memo guard).
 /// - The queue is flushed at the end of the outermost write or batch: each watcher is brought up
 ///   to date by the same pull, which makes the result glitch-free.
+/// - A pull that reaches a node being evaluated (kEvaluating), whether by reading it or by
+///   checking a node that depends on it, raises cycle_error: its cached value is about to change,
+///   so nothing read through it now could be kept.
 /// - Dependencies are re-tracked on every evaluation: links read again are reused in place,
 ///   links not read again are dropped, and a computed that loses its last subscriber drops its
 ///   own dependencies (it is re-evaluated when next read).
@@ -309,11 +312,12 @@ class Graph {
   bool evaluate(Node* n);
   void evaluate_failed(Node* n, Node* saved_sub, Graph* saved_graph);
   bool evaluate_tail(Node* n, Link* stale, bool changed);
-  /// `n` changed while being pulled: its pending subscribers become dirty.
+  /// `n` changed while being pulled: its pending subscribers (and those a cut-short check
+  /// left to recheck, which no write may reach again) become dirty.
   static void shallow_propagate(Node* n) noexcept {
     for (Link* l = n->subs; l != nullptr; l = l->next_sub) {
       Node* s = l->sub;
-      if ((s->flags & (kPending | kDirty)) == kPending) s->flags |= kDirty;
+      if ((s->flags & (kPending | kRecheck)) != 0) s->flags |= kDirty;
     }
   }
   /// A source changed: its direct subscribers become dirty, everything further down pending.
