@@ -11,8 +11,9 @@
 /// `on_corrupt = quarantine` renames it aside.
 ///
 /// It works on a Context (sync, async) or a ThreadSafeContext (also group), with the same API
-/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S (and
-/// E, with the journal) are written with nlohmann_json's to_json/from_json.
+/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S is
+/// written and read with nlohmann_json's to_json/from_json (a static_assert says when either is
+/// missing); the journal writes E with its to_json when it has one, and null otherwise.
 ///
 /// sync: the transition is on disk before send() returns; if writing fails, send() raises
 /// persist_error, the state stays the last persisted one and no observer hears of it.
@@ -33,6 +34,7 @@
 #include "trellis/error.hpp"
 #include "trellis/machine/state_machine.hpp"
 #include "trellis/persist/detail/durable_core.hpp"
+#include "trellis/persist/detail/json_convertible.hpp"
 #include "trellis/persist/durability.hpp"
 #include "trellis/persist/journal.hpp"
 #include "trellis/persist/sidecar.hpp"
@@ -43,6 +45,11 @@ namespace trellis {
 /// A state machine persisted in a JSON sidecar (see the file comment).
 template <class S, class E>
 class DurableStateMachine : public detail::MachineFront<S, E> {
+  static_assert(detail::json_convertible<S>,
+                "trellis: DurableStateMachine<S, E> needs nlohmann::json conversions for S: define "
+                "to_json(nlohmann::json&, const S&) and from_json(const nlohmann::json&, S&), or "
+                "NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(S, ...)");
+
  public:
   /// Opens (or creates) the machine persisted at `path`.
   template <class Ctx, class F>
