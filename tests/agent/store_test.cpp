@@ -1727,8 +1727,8 @@ bool within(std::chrono::milliseconds limit, F&& attempt) {
 }  // namespace
 
 TEST_CASE(
-    "sqlite store: a node that runs longer than the lease TTL keeps its run: another worker "
-    "gets run_busy" *
+    "sqlite store: a node and an effect call that run longer than the lease TTL keep the run: "
+    "another worker gets run_busy" *
     doctest::test_suite("concurrency")) {
   persist_test::ScratchDir dir;
   SqliteStore store(dir / "runs.db", {.lease_ttl = 300ms});
@@ -1737,18 +1737,23 @@ TEST_CASE(
   int taken = 0;
   trellis::agent::Graph<Note> g;
   auto node = std::make_unique<FnNote>();
-  node->body = [&](Note&, trellis::agent::RunContext&) -> trellis::agent::NextStep {
-    // Over three TTLs of work, while another worker keeps trying to take the run.
-    const auto end = std::chrono::steady_clock::now() + 1s;
-    while (std::chrono::steady_clock::now() < end) {
-      try {
-        (void)other.lease("run-1", "other");
-        ++taken;
-      } catch (const trellis::agent::run_busy&) {
-        ++refused;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
+  node->body = [&](Note&, trellis::agent::RunContext& ctx) -> trellis::agent::NextStep {
+    // An at_most_once call that takes over three TTLs, while another worker keeps trying to
+    // take the run.
+    ctx.effect("slow_call", {{"n", 1}}, trellis::agent::EffectPolicy::at_most_once,
+               [&](const trellis::agent::EffectCall&) {
+                 const auto end = std::chrono::steady_clock::now() + 1s;
+                 while (std::chrono::steady_clock::now() < end) {
+                   try {
+                     (void)other.lease("run-1", "other");
+                     ++taken;
+                   } catch (const trellis::agent::run_busy&) {
+                     ++refused;
+                   }
+                   std::this_thread::sleep_for(50ms);
+                 }
+                 return "done";
+               });
     return trellis::agent::Halt{};
   };
   g.add(std::move(node)).entry("work");
@@ -1756,6 +1761,8 @@ TEST_CASE(
   CHECK(out.status == RunStatus::Succeeded);
   CHECK(taken == 0);
   CHECK(refused > 0);
+  REQUIRE(store.effects("run-1").size() == 1);
+  CHECK(store.effects("run-1")[0].status == EffectStatus::succeeded);
   CHECK(other.lease("run-1", "other").held());  // released when the run call returned
 }
 

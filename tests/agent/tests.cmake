@@ -18,3 +18,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
 
 # Effects under SIGKILL at every failpoint and at random times, on every persistent store.
 include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
+
+# A state without JSON conversions fails to compile in one short diagnostic that says what to
+# define.
+trellis_add_compile_fail_tests(trellis_agent_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
+  "state_without_json|agent::Graph<S> needs nlohmann::json conversions for S|25"
+  "control|")

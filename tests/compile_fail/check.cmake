@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
-# Compiles one source with -fsyntax-only and checks the outcome:
+# Compiles one source with -fsyntax-only -Werror (so that a warning such as a discarded
+# [[nodiscard]] result fails too) and checks the outcome:
 #   EXPECT empty      -> the source must compile;
-#   EXPECT non-empty  -> it must fail to compile, with EXPECT in the diagnostics.
+#   EXPECT non-empty  -> it must fail to compile, with EXPECT in the diagnostics;
+#   MAX_LINES set     -> and the diagnostics must be shorter than that many lines (a
+#                        static_assert that says what to add, not pages of template errors).
 # Inputs (-D): COMPILER, SOURCE, INCLUDE_DIRS ("|"-separated, since ";" would split the
-# add_test argument), EXPECT.
+# add_test argument), EXPECT, MAX_LINES (optional).
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var COMPILER SOURCE INCLUDE_DIRS)
@@ -21,7 +24,7 @@ foreach(dir IN LISTS include_list)
 endforeach()
 
 execute_process(
-  COMMAND "${COMPILER}" -std=c++20 -fsyntax-only ${include_flags} "${SOURCE}"
+  COMMAND "${COMPILER}" -std=c++20 -fsyntax-only -Werror ${include_flags} "${SOURCE}"
   RESULT_VARIABLE result
   OUTPUT_VARIABLE output
   ERROR_VARIABLE output)
@@ -41,5 +44,13 @@ string(FIND "${output}" "${EXPECT}" where)
 if(where EQUAL -1)
   message(FATAL_ERROR
     "${SOURCE} failed to compile, but the diagnostics do not contain \"${EXPECT}\":\n${output}")
+endif()
+if(NOT "${MAX_LINES}" STREQUAL "")
+  string(REGEX MATCHALL "\n" newlines "${output}")
+  list(LENGTH newlines line_count)
+  if(NOT line_count LESS MAX_LINES)
+    message(FATAL_ERROR "${SOURCE} fails to compile with \"${EXPECT}\", but in ${line_count} "
+                        "lines of diagnostics (fewer than ${MAX_LINES} expected):\n${output}")
+  endif()
 endif()
 message(STATUS "${SOURCE} fails to compile with \"${EXPECT}\", as it should")

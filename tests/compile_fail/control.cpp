@@ -7,6 +7,9 @@ int main() {
   trellis::Context ctx;
   auto a = ctx.cell(1);
   auto c = ctx.computed([&] { return a.get() * 2; });
+  int seen = 0;
+  auto e = ctx.effect([&] { seen = c.get(); });
+  auto s = trellis::subscribe(c, [&](const int& v) { seen = v; });
   a.set(3);
-  return c.get() == 6 ? 0 : 1;
+  return c.get() == 6 && seen == 6 ? 0 : 1;
 }

@@ -23,26 +23,9 @@ add_test(NAME trellis_machine_tests COMMAND trellis_machine_tests)
 set_tests_properties(trellis_machine_tests PROPERTIES LABELS "machine" TIMEOUT 120)
 
 # Misuse of the machine layer fails to compile with a message that suggests the fix.
-set(trellis_machine_compile_fail_cases
-    "enum_listed_twice|list each value once"
-    "matrix_not_enumerated|declare TRELLIS_ENUM"
-    "guard_not_predicate|a guard must be callable"
-    "control|")
-foreach(case IN LISTS trellis_machine_compile_fail_cases)
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 case_name)
-  list(LENGTH parts part_count)
-  set(expect "")
-  if(part_count GREATER 1)
-    list(GET parts 1 expect)
-  endif()
-  add_test(NAME trellis_machine_compile_fail.${case_name}
-           COMMAND ${CMAKE_COMMAND}
-                   -DCOMPILER=${CMAKE_CXX_COMPILER}
-                   -DSOURCE=${CMAKE_CURRENT_LIST_DIR}/compile_fail/${case_name}.cpp
-                   "-DINCLUDE_DIRS=${CMAKE_CURRENT_LIST_DIR}/../../include"
-                   "-DEXPECT=${expect}"
-                   -P ${CMAKE_CURRENT_LIST_DIR}/../compile_fail/check.cmake)
-  set_tests_properties(trellis_machine_compile_fail.${case_name} PROPERTIES
-                       LABELS "compile_fail" TIMEOUT 120)
-endforeach()
+trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
+  "enum_listed_twice|list each value once"
+  "matrix_not_enumerated|declare TRELLIS_ENUM"
+  "guard_not_predicate|a guard must be callable"
+  "row_discarded|a row is added by its .to(state) or .stay() only"
+  "control|")

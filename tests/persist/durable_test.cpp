@@ -818,11 +818,12 @@ TEST_CASE("durable: async: destruction right after a send writes the newest stat
   ScratchDir dir;
   const fs::path file = dir / "doc.json";
   {
+    // Armed for the machine's whole life: its second write (epoch 2) fails once.
+    trellis::ScopedFailpoint once("sidecar.write", inject(EIO, 2, 1));
     trellis::Context ctx;
     Counter m(ctx, file, 0, step, {.durability = Durability::async});
     REQUIRE(m.send(1) == SendResult::Transitioned);
     m.flush();
-    trellis::ScopedFailpoint once("sidecar.write", inject(EIO, 1, 1));  // the next write fails
     REQUIRE(m.send(41) == SendResult::Transitioned);
   }  // destroyed at once: the failed write is retried before the machine goes
   trellis::Context ctx;
@@ -1060,10 +1061,11 @@ TEST_CASE("durable: journal: an event type without to_json still journals every 
 
 TEST_CASE("durable: journal: a failed step of compaction loses no acknowledged transition") {
   // Every system call of the journal machine's writes fails once, with EIO and with ENOSPC,
-  // at each of its hits in a run of sends that compacts three times; in the second variant
-  // the first append after the failure then finds the disk full as well (the sequence that
-  // used to leave a zero-filled journal). A reopen must find exactly the acknowledged
-  // transitions, or one more when a send was told its outcome is unknown.
+  // at each of its hits in a run of sends that compacts three times. In the second variant
+  // the disk then fills up: the next append fails with ENOSPC and so does every later
+  // sidecar write, so the journal is not compacted again (the sequence that used to leave a
+  // zero-filled journal behind). A reopen must find exactly the acknowledged transitions, or
+  // one more when a send was told its outcome is unknown.
   const int sends = 7;  // compact_every 2: compactions at the 2nd, 4th and 6th send
   for (const std::string_view point : trellis::io_failpoint_names) {
     for (const int error_number : {EIO, ENOSPC}) {
@@ -1083,11 +1085,15 @@ TEST_CASE("durable: journal: a failed step of compaction loses no acknowledged t
           {
             trellis::Context ctx;
             Counter m(ctx, file, 0, step, options);
-            std::optional<trellis::ScopedFailpoint> full;
+            std::optional<trellis::ScopedFailpoint> full_append;
+            std::optional<trellis::ScopedFailpoint> full_sidecar;
             boost::signals2::scoped_connection c = m.events().connect([&](const PersistEvent& e) {
               if (e.kind != PersistEvent::Kind::persist_failed) return;
               failed = true;
-              if (then_full && !full) full.emplace("journal.write", inject(ENOSPC, 1, 1));
+              if (then_full && !full_append) {
+                full_append.emplace("journal.write", inject(ENOSPC, 1, 1));
+                full_sidecar.emplace("sidecar.write", inject(ENOSPC));
+              }
             });
             trellis::ScopedFailpoint fault(point, inject(error_number, hit, 1));
             for (int i = 0; i < sends; ++i) {

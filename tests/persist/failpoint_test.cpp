@@ -7,7 +7,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 #include "persist_test_support.hpp"
 
@@ -66,6 +71,87 @@ TEST_CASE("failpoint: disarm_failpoints disarms everything") {
   trellis::disarm_failpoints();
   CHECK_NOTHROW(trellis::failpoint("sidecar.after_temp_write", "x"));
   CHECK_NOTHROW(trellis::failpoint("journal.after_append", "x"));
+}
+
+TEST_CASE("failpoint: an io failpoint returns the armed errno, only within its hit range") {
+  trellis::ScopedFailpoint armed("sidecar.fsync", {.action = trellis::FailpointAction::error,
+                                                   .error_number = ENOSPC,
+                                                   .from_hit = 2,
+                                                   .times = 2});
+  CHECK(trellis::io_failpoint("sidecar.fsync") == 0);
+  CHECK(trellis::io_failpoint("sidecar.fsync") == ENOSPC);
+  CHECK(trellis::io_failpoint("sidecar.fsync") == ENOSPC);
+  CHECK(trellis::io_failpoint("sidecar.fsync") == 0);
+  CHECK(trellis::io_failpoint("sidecar.write") == 0);  // another call: not armed
+}
+
+TEST_CASE("failpoint: a boundary armed with an errno throws persist_error carrying it") {
+  trellis::ScopedFailpoint armed(
+      "sidecar.after_rename", {.action = trellis::FailpointAction::error, .error_number = EROFS});
+  try {
+    trellis::failpoint("sidecar.after_rename", "x.json");
+    FAIL("not fired");
+  } catch (const trellis::persist_error& e) {
+    CHECK(e.code() == std::errc::read_only_file_system);
+  }
+}
+
+TEST_CASE("failpoint: an error armed with a non-positive errno is refused") {
+  CHECK_THROWS_AS(
+      trellis::arm_failpoint("journal.write",
+                             {.action = trellis::FailpointAction::error, .error_number = 0}),
+      trellis::error);
+}
+
+TEST_CASE("failpoint: every io failpoint name is distinct from the boundaries' names") {
+  for (std::string_view io : trellis::io_failpoint_names) {
+    CAPTURE(io);
+    CHECK(std::find(trellis::failpoint_names.begin(), trellis::failpoint_names.end(), io) ==
+          trellis::failpoint_names.end());
+    CHECK_NOTHROW(trellis::arm_failpoint(io, trellis::FailpointAction::error));
+    trellis::disarm_failpoint(io);
+  }
+}
+
+TEST_CASE("failpoint: TRELLIS_FAILPOINT arms an errno at a system call in a child") {
+  ScratchDir dir;
+  const auto file = dir / "m.json";
+  auto child = persist_test::spawn_helper({"store", file.string(), "1"},
+                                          {"TRELLIS_FAILPOINT=sidecar.fsync:ENOSPC@1-1"});
+  const std::string output = persist_test::read_all_output(child);
+  const int status = persist_test::wait_child(child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(output.find("fsync the temporary file") != std::string::npos);
+  CHECK(output.find(std::error_code(ENOSPC, std::generic_category()).message()) !=
+        std::string::npos);
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("failpoint: TRELLIS_FAILPOINT with @N-M fires from the N-th to the M-th hit only") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  // One append makes one write: a range that starts at the 2nd hit lets it through.
+  auto child = persist_test::spawn_helper({"append", file.string(), "1"},
+                                          {"TRELLIS_FAILPOINT=journal.write:EIO@2-3"});
+  const int status = persist_test::wait_child(child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE(
+    "failpoint: an unknown errno or a reversed range in TRELLIS_FAILPOINT stops the process") {
+  for (const char* value : {"sidecar.fsync:EWHAT", "sidecar.fsync:EIO@3-2"}) {
+    CAPTURE(value);
+    ScratchDir dir;
+    auto child = persist_test::spawn_helper({"store", (dir / "m.json").string(), "1"},
+                                            {std::string("TRELLIS_FAILPOINT=") + value});
+    const std::string output = persist_test::read_all_output(child);
+    const int status = persist_test::wait_child(child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGABRT);
+    CHECK(output.find("TRELLIS_FAILPOINT") != std::string::npos);
+  }
 }
 
 TEST_CASE("failpoint: TRELLIS_FAILPOINT arms an injected error in a child") {

@@ -3,10 +3,19 @@
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/persist/journal.hpp>
 
+#include <sys/stat.h>
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -226,6 +235,167 @@ TEST_CASE("journal: an injected append failure leaves the file as it was") {
     CHECK(contents.entries.size() == 2);
     CHECK_FALSE(contents.torn.has_value());
   }
+}
+
+namespace {
+
+trellis::FailpointArming inject(int error_number, unsigned from_hit = 1, unsigned times = 1) {
+  return {.action = trellis::FailpointAction::error,
+          .error_number = error_number,
+          .from_hit = from_hit,
+          .times = times};
+}
+
+}  // namespace
+
+TEST_CASE("journal: reset replaces the file by a new empty one, never truncating in place") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal journal(file);
+  journal.append(entry(1));
+  struct stat old_file {};
+  REQUIRE(::stat(file.c_str(), &old_file) == 0);
+  std::ifstream old_reader(file);  // a reader of the old file keeps reading the old file
+  journal.reset();
+  struct stat new_file {};
+  REQUIRE(::stat(file.c_str(), &new_file) == 0);
+  CHECK(new_file.st_ino != old_file.st_ino);
+  CHECK(new_file.st_size == 0);
+  std::string old_line;
+  std::getline(old_reader, old_line);
+  CHECK(old_line + "\n" == trellis::encode_journal_line(entry(1)));
+  CHECK(persist_test::mode_of(file) == 0600);
+  CHECK(dir.names() == std::set<std::string>{"m.json.journal"});
+}
+
+TEST_CASE("journal: a failed step of reset leaves the journal as it was, and appendable") {
+  for (const char* point : {"journal.fsync", "journal.rename"}) {
+    for (const int error_number : {EIO, ENOSPC}) {
+      CAPTURE(point);
+      CAPTURE(error_number);
+      ScratchDir dir;
+      const auto file = dir / "m.json.journal";
+      trellis::Journal journal(file);
+      journal.append(entry(1));
+      journal.append(entry(2));
+      const std::string before = read_bytes(file);
+      {
+        trellis::ScopedFailpoint armed(point, inject(error_number));
+        CHECK_THROWS_AS(journal.reset(), trellis::persist_error);
+      }
+      CHECK(read_bytes(file) == before);
+      CHECK(dir.names() == std::set<std::string>{"m.json.journal"});  // no temporary file left
+      journal.append(entry(3));
+      CHECK(trellis::read_journal(file).entries.size() == 3);
+    }
+  }
+}
+
+TEST_CASE("journal: after reset's directory fsync fails, the next append syncs it first") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal journal(file);
+  journal.append(entry(1));
+  {
+    trellis::ScopedFailpoint armed("journal.dir_fsync", inject(EIO));
+    CHECK_THROWS_AS(journal.reset(), trellis::persist_error);
+  }
+  CHECK(std::filesystem::file_size(file) == 0);  // the new file is in place
+  {
+    // Until the rename is known durable, nothing is appended: a crash could bring back the
+    // old journal without the new line.
+    trellis::ScopedFailpoint armed("journal.dir_fsync", inject(EIO));
+    CHECK_THROWS_AS(journal.append(entry(2)), trellis::persist_error);
+  }
+  CHECK(std::filesystem::file_size(file) == 0);
+  journal.append(entry(2));
+  const auto contents = trellis::read_journal(file);
+  REQUIRE(contents.entries.size() == 1);
+  CHECK(contents.entries[0].epoch == 2);
+}
+
+TEST_CASE("journal: a cut that was not synced is never followed by a zero-filled append") {
+  // The cut is made but its fdatasync fails; then an append finds the disk full and is cut
+  // back. The file must never grow back with zeros to the size it had before the cut.
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  write_bytes(file, lines({1, 2, 3}));
+  const std::uint64_t one_line = lines({1}).size();
+  trellis::Journal journal(file);
+  {
+    trellis::ScopedFailpoint sync("journal.fdatasync", inject(EIO));
+    CHECK_THROWS_AS(journal.truncate(one_line), trellis::persist_error);
+  }
+  {
+    trellis::ScopedFailpoint full("journal.write", inject(ENOSPC));
+    CHECK_THROWS_AS(journal.append(entry(2)), trellis::persist_error);
+  }
+  const std::string bytes = read_bytes(file);
+  CHECK(bytes.find('\0') == std::string::npos);
+  CHECK(bytes.size() <= lines({1, 2, 3}).size());
+  CHECK_NOTHROW((void)trellis::read_journal(file));
+}
+
+TEST_CASE("journal: a line that cannot be cut back is an unknown outcome; appends then stop") {
+  for (const char* cut : {"journal.ftruncate", "journal.fdatasync"}) {
+    CAPTURE(cut);
+    ScratchDir dir;
+    const auto file = dir / "m.json.journal";
+    trellis::Journal journal(file);
+    journal.append(entry(1));
+    {
+      // The line's own fdatasync fails, then so does the cut's first step (ftruncate) or,
+      // with ftruncate done, the cut's fdatasync (the second fdatasync of the append).
+      trellis::ScopedFailpoint first(
+          "journal.fdatasync", inject(EIO, 1, cut == std::string("journal.fdatasync") ? 2 : 1));
+      std::optional<trellis::ScopedFailpoint> second;
+      if (cut == std::string("journal.ftruncate")) second.emplace(cut, inject(EIO));
+      try {
+        journal.append(entry(2));
+        FAIL("the injected failure was not raised");
+      } catch (const trellis::persist_outcome_unknown& e) {
+        CHECK(std::string(e.what()).find("the journal may hold the line") != std::string::npos);
+      }
+    }
+    CHECK_THROWS_AS(journal.append(entry(3)), trellis::persist_error);
+    const auto entries = trellis::read_journal(file).entries;
+    CHECK(entries.size() >= 1);
+    CHECK(entries.size() <= 2);
+  }
+}
+
+TEST_CASE("journal: an entry holding NaN, an infinity or nesting past 512 is never written") {
+  const double inf = std::numeric_limits<double>::infinity();
+  json deep = 1;
+  for (int i = 0; i <= trellis::max_json_depth; ++i) deep = json::array({std::move(deep)});
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  trellis::Journal journal(file);
+  journal.append(entry(1));
+  const std::string before = read_bytes(file);
+  struct Bad {
+    trellis::JournalEntry entry;
+    std::string member;
+  };
+  const std::vector<Bad> bads = {
+      {{2, json(std::nan("")), json(1), json(2)}, "/event"},
+      {{2, json(1), json{{"a", inf}}, json(2)}, "/from/a"},
+      {{2, json(1), json(1), json{{"b", {-inf}}}}, "/to/b/0"},
+      {{2, json(1), json(1), deep}, "/to"},
+  };
+  for (const Bad& bad : bads) {
+    CAPTURE(bad.member);
+    try {
+      journal.append(bad.entry);
+      FAIL("the entry was written");
+    } catch (const trellis::unwritable_value& e) {
+      CHECK(e.member().starts_with(bad.member));
+      CHECK(e.object().find(file.string()) != std::string::npos);
+    }
+    CHECK(read_bytes(file) == before);
+  }
+  journal.append(entry(2));  // a refusal is not a failure: the journal goes on
+  CHECK(trellis::read_journal(file).entries.size() == 2);
 }
 
 TEST_CASE("journal: a kill mid-append leaves a torn tail that is reported, then cut") {

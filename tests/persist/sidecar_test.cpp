@@ -9,9 +9,15 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "persist_test_support.hpp"
@@ -341,9 +347,115 @@ TEST_CASE("sidecar: a failure after the rename reports that durability is unconf
     const auto file = dir / "doc-42.json";
     trellis::store_sidecar(file, sample(1));
     trellis::ScopedFailpoint armed(point, trellis::FailpointAction::error);
-    CHECK_THROWS_AS(trellis::store_sidecar(file, sample(2)), trellis::persist_error);
+    CHECK_THROWS_AS(trellis::store_sidecar(file, sample(2)), trellis::persist_outcome_unknown);
     // The rename happened: the file is whole and new, but the caller was told it failed.
     CHECK(trellis::load_sidecar(file, "doc-42") == sample(2));
+    CHECK(dir.names() == std::set<std::string>{"doc-42.json"});
+  }
+}
+
+TEST_CASE("sidecar: an errno injected at each system call fails the store, naming the step") {
+  for (const char* point : {"sidecar.write", "sidecar.fsync", "sidecar.rename"}) {
+    for (const int error_number : {EIO, ENOSPC}) {
+      CAPTURE(point);
+      CAPTURE(error_number);
+      ScratchDir dir;
+      const auto file = dir / "doc-42.json";
+      trellis::store_sidecar(file, sample(1));
+      const std::string before = read_bytes(file);
+      {
+        trellis::ScopedFailpoint armed(
+            point, {.action = trellis::FailpointAction::error, .error_number = error_number});
+        try {
+          trellis::store_sidecar(file, sample(2));
+          FAIL("the injected failure was not raised");
+        } catch (const trellis::persist_outcome_unknown&) {
+          FAIL("a failure before the rename was reported as an unknown outcome");
+        } catch (const trellis::persist_error& e) {
+          CHECK(e.path() == file);
+          CHECK(e.code() == std::error_code(error_number, std::generic_category()));
+          const std::string what = e.what();
+          const std::string_view step = std::string_view(point).substr(8);  // "write", ...
+          CHECK_MESSAGE(what.find(std::string(step)) != std::string::npos, what);
+        }
+      }
+      CHECK(read_bytes(file) == before);
+      CHECK(dir.names() == std::set<std::string>{"doc-42.json"});  // no temporary file left
+    }
+  }
+}
+
+TEST_CASE("sidecar: a failed directory fsync after the rename is an unknown outcome") {
+  for (const int error_number : {EIO, ENOSPC}) {
+    CAPTURE(error_number);
+    ScratchDir dir;
+    const auto file = dir / "doc-42.json";
+    trellis::store_sidecar(file, sample(1));
+    trellis::ScopedFailpoint armed("sidecar.dir_fsync", {.action = trellis::FailpointAction::error,
+                                                         .error_number = error_number});
+    try {
+      trellis::store_sidecar(file, sample(2));
+      FAIL("the injected failure was not raised");
+    } catch (const trellis::persist_outcome_unknown& e) {
+      CHECK(e.code() == std::error_code(error_number, std::generic_category()));
+      CHECK(std::string(e.what()).find("unknown") != std::string::npos);
+    }
+    CHECK(trellis::load_sidecar(file, "doc-42") == sample(2));
+  }
+}
+
+TEST_CASE("sidecar: a state holding NaN, an infinity or nesting past 512 is never written") {
+  const double inf = std::numeric_limits<double>::infinity();
+  json deep = 1;
+  for (int i = 0; i <= trellis::max_json_depth; ++i) deep = json::array({std::move(deep)});
+  const std::vector<std::pair<json, std::string>> bads = {
+      {json{{"x", {0.5, std::nan("")}}}, "is NaN"},
+      {json{{"x", inf}}, "is +Inf"},
+      {json{{"x", -inf}}, "is -Inf"},
+      {deep, "is nested deeper than 512 levels"},  // 513 levels below the file's top
+  };
+  for (const auto& [state, why] : bads) {
+    CAPTURE(why);
+    ScratchDir dir;
+    const auto file = dir / "doc-42.json";
+    trellis::store_sidecar(file, sample(1));
+    const std::string before = read_bytes(file);
+    auto record = sample(2);
+    record.state = state;
+    try {
+      trellis::store_sidecar(file, record);
+      FAIL("the state was written");
+    } catch (const trellis::unwritable_value& e) {
+      CHECK(e.reason() == why);
+      CHECK(e.member().starts_with("/state"));
+      CHECK(e.object() == "sidecar '" + file.string() + "'");
+    }
+    CHECK_THROWS_AS((void)trellis::encode_sidecar(record), trellis::unwritable_value);
+    CHECK_THROWS_AS(trellis::check_sidecar_state(file, state), trellis::unwritable_value);
+    CHECK(read_bytes(file) == before);
+    CHECK(dir.names() == std::set<std::string>{"doc-42.json"});
+  }
+}
+
+TEST_CASE("sidecar: a kill at any system call leaves the old or the new sidecar, whole") {
+  for (std::string_view point : trellis::io_failpoint_names) {
+    if (!point.starts_with("sidecar.")) {
+      continue;
+    }
+    CAPTURE(point);
+    ScratchDir dir;
+    const auto file = dir / "doc-42.json";
+    auto old_record = sample(1);
+    old_record.machine = "m";
+    trellis::store_sidecar(file, old_record);
+
+    auto child = persist_test::spawn_helper({"store", file.string(), "2"},
+                                            {"TRELLIS_FAILPOINT=" + std::string(point) + ":kill"});
+    CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+    const auto loaded = trellis::load_sidecar(file, "m");
+    REQUIRE(loaded.has_value());
+    CHECK(loaded->epoch == (point == "sidecar.dir_fsync" ? 2U : 1U));
+    trellis::remove_sidecar_temps(file);
     CHECK(dir.names() == std::set<std::string>{"doc-42.json"});
   }
 }

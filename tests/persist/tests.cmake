@@ -73,3 +73,9 @@ if(TRELLIS_FUZZ)
   target_compile_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
   target_link_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
 endif()
+
+# A state without JSON conversions fails to compile in one short diagnostic that says what to
+# define.
+trellis_add_compile_fail_tests(trellis_persist_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
+  "state_without_json|DurableStateMachine<S, E> needs nlohmann::json conversions for S|25"
+  "control|")

@@ -88,6 +88,7 @@
 #include "trellis/agent/run_status.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
+#include "trellis/persist/detail/json_convertible.hpp"
 #include "trellis/persist/failpoint.hpp"
 #include "trellis/reactive/context.hpp"
 
@@ -113,6 +114,11 @@ std::string format_time(Clock::time_point t);
 
 template <class S>
 class Graph {
+  static_assert(trellis::detail::json_convertible<S>,
+                "trellis: agent::Graph<S> needs nlohmann::json conversions for S: define "
+                "to_json(nlohmann::json&, const S&) and from_json(const nlohmann::json&, S&), or "
+                "NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(S, ...)");
+
  public:
   using Migrate = std::function<nlohmann::json(nlohmann::json state, int from_version)>;
 

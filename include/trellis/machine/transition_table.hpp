@@ -77,12 +77,15 @@ class TransitionTable {
   template <class Owner>
   class OnClause;
 
-  /// The first step of a row: the states it leaves; `.on(event)` comes next.
+  /// The first step of a row: the states it leaves; `.on(event)` comes next. The row builders
+  /// are [[nodiscard]]: a row whose chain is dropped before `.to()` or `.stay()` is not added.
   template <class Owner>
   class FromClause {
    public:
     /// The event the row handles.
-    OnClause<Owner> on(E event) && {
+    [[nodiscard(
+        "TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause<Owner>
+    on(E event) && {
       return OnClause<Owner>(std::forward<Owner>(table_), std::move(from_), any_, std::move(event));
     }
 
@@ -104,13 +107,15 @@ class TransitionTable {
     /// Takes the row only when `pred(state, event)` (or `pred(state)`) is true; shown as
     /// `[guard]` in diagrams. A second `when` must hold as well.
     template <class Pred>
-    OnClause when(Pred pred) && {
+    [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause
+    when(Pred pred) && {
       return std::move(*this).when("guard", std::move(pred));
     }
 
     /// As `when(pred)`, labelled `[name]` in diagrams.
     template <class Pred>
-    OnClause when(std::string name, Pred pred) && {
+    [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause
+    when(std::string name, Pred pred) && {
       guard_type next;
       if constexpr (std::predicate<const Pred&, const S&, const E&>) {
         next = std::move(pred);
@@ -165,31 +170,43 @@ class TransitionTable {
   /// Starts a row leaving one or more states.
   template <class... More>
   requires(std::convertible_to<const More&, S>&&...)
-      FromClause<TransitionTable&> from(const S& first, const More&... more)
-  &{ return FromClause<TransitionTable&>(*this, std::vector<S>{first, S(more)...}, false); }
+      [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+          TransitionTable&> from(const S& first, const More&... more) & {
+    return FromClause<TransitionTable&>(*this, std::vector<S>{first, S(more)...}, false);
+  }
   template <class... More>
   requires(std::convertible_to<const More&, S>&&...)
-      FromClause<TransitionTable> from(const S& first, const More&... more) && {
+      [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+          TransitionTable> from(const S& first, const More&... more) && {
     return FromClause<TransitionTable>(std::move(*this), std::vector<S>{first, S(more)...}, false);
   }
 
   /// Starts a row leaving each state of a range (for a set of states named once elsewhere).
   template <std::ranges::input_range R>
   requires std::convertible_to<std::ranges::range_reference_t<const R&>, S>
-      FromClause<TransitionTable&> from(const R& states)
-  &{
+  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+      TransitionTable&>
+  from(const R& states) & {
     return FromClause<TransitionTable&>(*this, std::vector<S>(states.begin(), states.end()), false);
   }
   template <std::ranges::input_range R>
   requires std::convertible_to<std::ranges::range_reference_t<const R&>, S>
-      FromClause<TransitionTable> from(const R& states) && {
+  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+      TransitionTable>
+  from(const R& states) && {
     return FromClause<TransitionTable>(std::move(*this),
                                        std::vector<S>(states.begin(), states.end()), false);
   }
 
   /// Starts a row leaving every state.
-  FromClause<TransitionTable&> any() & { return FromClause<TransitionTable&>(*this, {}, true); }
-  FromClause<TransitionTable> any() && {
+  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+      TransitionTable&>
+  any() & {
+    return FromClause<TransitionTable&>(*this, {}, true);
+  }
+  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
+      TransitionTable>
+  any() && {
     return FromClause<TransitionTable>(std::move(*this), {}, true);
   }
 

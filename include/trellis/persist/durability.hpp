@@ -17,7 +17,7 @@ namespace trellis {
 enum class Durability {
   sync,   ///< before send() returns, one write per transition
   group,  ///< before send() returns; concurrent senders share one write (ThreadSafeContext)
-  async,  ///< later, by a background writer; see durable_through() and flush()
+  async,  ///< later, by a background writer that retries; see durable_through() and flush()
 };
 
 /// What to do with a sidecar that cannot be read at startup.
@@ -51,7 +51,8 @@ struct PersistEvent {
     quarantined,    ///< a corrupt sidecar was renamed aside
     torn_tail,      ///< a journal's torn last line was ignored and cut
     persisted,      ///< a transition (or a group of them) reached the disk
-    persist_failed  ///< a write failed; the transition was not acknowledged
+    persist_failed  ///< a write failed or was refused; the transition was not acknowledged
+                    ///< (async: the writer retries; the detail says when)
   };
   Kind kind;
   std::filesystem::path file;

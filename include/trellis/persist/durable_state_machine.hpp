@@ -11,15 +11,36 @@
 /// `on_corrupt = quarantine` renames it aside.
 ///
 /// It works on a Context (sync, async) or a ThreadSafeContext (also group), with the same API
-/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S (and
-/// E, with the journal) are written with nlohmann_json's to_json/from_json.
+/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S is
+/// written and read with nlohmann_json's to_json/from_json (a static_assert says when either is
+/// missing); the journal writes E with its to_json when it has one, and null otherwise.
 ///
 /// sync: the transition is on disk before send() returns; if writing fails, send() raises
 /// persist_error, the state stays the last persisted one and no observer hears of it.
 /// group: the same promise, with concurrent senders sharing one write.
 /// async: send() commits in memory and a background writer persists the newest state;
 /// durable_through() (an eager signal of the last persisted epoch) is updated on the
-/// machine's own thread, at the next send() or flush(); destruction flushes.
+/// machine's own thread, at the next send() or flush(). A failed background write is retried
+/// (the newest state by then) after a pause of 5 ms doubling up to 1 s, each failure reported
+/// as persist_failed; flush() asks for an attempt at once. Destruction flushes: one attempt,
+/// then at most 3 more 20 ms apart if the disk keeps failing, after which it gives up with a
+/// persist_failed event (the state not on disk is lost, as a crash would lose it).
+///
+/// In every mode, send() refuses before it accepts anything:
+/// - a state that JSON text cannot carry back as it is (a NaN or an infinity, which would be
+///   written as null, or nesting deeper than max_json_depth counted from the file's top, which
+///   the next start would refuse): unwritable_value naming the file and the member
+///   ("/state/scores/2"; "/to/..." in a journal line), with nothing written;
+/// - a transition past epoch 2^64-1: persist_error (the epoch would wrap to 0).
+///
+/// An unknown outcome: when the sidecar has been renamed into place but the directory fsync
+/// that makes the rename durable fails (or a journal line whose append failed cannot be cut
+/// back), the file may or may not keep the transition through a crash. A sync or group send
+/// then raises persist_outcome_unknown and publishes nothing, and the machine refuses every
+/// later send (persist_error, "reopen the machine"): it cannot tell the caller either answer
+/// truthfully, and going on from memory could contradict the file. Reopening it starts from
+/// what is on disk, which is then the truth. Async mode retries instead (its memory is ahead
+/// of the disk anyway).
 
 #include <concepts>
 #include <filesystem>
@@ -33,6 +54,7 @@
 #include "trellis/error.hpp"
 #include "trellis/machine/state_machine.hpp"
 #include "trellis/persist/detail/durable_core.hpp"
+#include "trellis/persist/detail/json_convertible.hpp"
 #include "trellis/persist/durability.hpp"
 #include "trellis/persist/journal.hpp"
 #include "trellis/persist/sidecar.hpp"
@@ -43,6 +65,11 @@ namespace trellis {
 /// A state machine persisted in a JSON sidecar (see the file comment).
 template <class S, class E>
 class DurableStateMachine : public detail::MachineFront<S, E> {
+  static_assert(detail::json_convertible<S>,
+                "trellis: DurableStateMachine<S, E> needs nlohmann::json conversions for S: define "
+                "to_json(nlohmann::json&, const S&) and from_json(const nlohmann::json&, S&), or "
+                "NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(S, ...)");
+
  public:
   /// Opens (or creates) the machine persisted at `path`.
   template <class Ctx, class F>
@@ -68,7 +95,8 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
 
   DurableStateMachine(const DurableStateMachine&) = delete;
   DurableStateMachine& operator=(const DurableStateMachine&) = delete;
-  /// Flushes (async mode; errors are reported on events(), not thrown) and releases the lock.
+  /// Flushes (async mode: a bounded number of attempts; errors are reported on events(), not
+  /// thrown) and releases the lock.
   ~DurableStateMachine() {
     if (durable_ == nullptr) return;
     try {
@@ -84,8 +112,10 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
   /// thread at send() and flush(); sync and group: equal to epoch()).
   Signal<std::uint64_t> durable_through() const { return *durable_through_; }
 
-  /// Async: waits for the background writer, updates durable_through, and rethrows a write
-  /// failure it met. Sync and group: returns at once (everything acknowledged is on disk).
+  /// Async: asks the background writer for an attempt now and waits until the newest state is
+  /// on disk or an attempt fails, updates durable_through, and rethrows that failure (the
+  /// writer keeps retrying). Sync and group: returns at once (everything acknowledged is on
+  /// disk).
   void flush() { durable_->flush(); }
 
   /// What the machine found on disk when it started.

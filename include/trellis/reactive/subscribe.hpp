@@ -31,7 +31,10 @@ struct Hub final : HubBase {
 /// thread that runs the context's effects. Disconnect by dropping (or calling disconnect() on)
 /// the returned connection; disposing the node disconnects every slot.
 template <class Handle, class F>
-boost::signals2::scoped_connection subscribe(const Handle& node, F&& f) {
+[[nodiscard(
+    "trellis: keep the returned connection (auto c = trellis::subscribe(...)): destroying it "
+    "disconnects f, so a discarded one is never called")]] boost::signals2::scoped_connection
+subscribe(const Handle& node, F&& f) {
   using T = typename Handle::value_type;
   auto* n = node.node();
   detail::Graph* g = n->graph;

@@ -17,4 +17,8 @@ int main() {
                      .when([](const Light&) { return true; })
                      .to(Light::Green);
   (void)trellis::to_mermaid(trellis::testing::transition_matrix(t));
+  trellis::TransitionTable<Light, Tick> named;  // rows of a named table: .to() ends each one
+  named.from(Light::Red).on(Tick::Advance).to(Light::Green);
+  named.any().on(Tick::Advance).stay();
+  return named(Light::Red, Tick::Advance) == Light::Green ? 0 : 1;
 }

@@ -17,7 +17,8 @@ namespace trellis::detail {
 
 /// Creates an effect on `g` and runs (or schedules) its first run.
 template <class F>
-Effect make_effect(Graph* g, F f) {
+[[nodiscard("trellis: destroying the returned Effect stops the effect")]] Effect make_effect(
+    Graph* g, F f) {
   if constexpr (!std::is_invocable_v<F&>) {
     static_assert(always_false<F>,
                   "trellis: ctx.effect(f) needs a callable taking no arguments, e.g. "
@@ -100,9 +101,13 @@ class BasicContext {
     }
   }
 
-  /// An effect running `f()` now and again after every change of what it read.
+  /// An effect running `f()` now and again after every change of what it read, for as long as
+  /// the returned Effect lives.
   template <class F>
-  Effect effect(F f) {
+  [[nodiscard(
+      "trellis: keep the returned Effect (auto e = ctx.effect(...)): destroying it stops the "
+      "effect, so a discarded one runs once and never again")]] Effect
+  effect(F f) {
     return make_effect(graph_, std::move(f));
   }
 
