@@ -215,7 +215,7 @@ class Graph {
     store.create(first);
     Execution ex(*this, store, options, keeper, std::move(first), std::move(initial));
     ex.emit("graph_started", {}, 0.0);
-    return ex.start(std::nullopt);
+    return ex.start(nullptr);
   }
 
   /// Continues run `run_id` from its newest checkpoint: after a crash, a cancellation or a
@@ -261,7 +261,7 @@ class Graph {
     Execution ex(*this, store, options, keeper, std::move(*cp), std::move(state));
     // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
     if (after_crash) ex.emit("resumed", at, 0.0);
-    return ex.start(std::move(decision));
+    return ex.start(decision ? &*decision : nullptr);
   }
 
   /// Starts run `new_id` from checkpoint `seq` of run `from_id` (time travel): same state,
@@ -371,7 +371,10 @@ class Graph {
 
     /// Runs the loop; `decision` is applied to a paused run only (elsewhere the stored one,
     /// if any, is the one that counts).
-    Outcome<S> start(std::optional<Resume> decision) {
+    /// `decision`: the one given to resume(), required when the run waits for one (resume()
+    /// checks); a pointer, since an optional copied through here trips g++ 12's
+    /// -Wmaybe-uninitialized in run(), where the pause branch cannot be taken.
+    Outcome<S> start(const Resume* decision) {
       const auto started = std::chrono::steady_clock::now();
       if (cp_.status == RunStatus::WaitingApproval) {
         if (auto out = decide(*decision)) return *out;
