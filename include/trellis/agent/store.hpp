@@ -18,6 +18,10 @@
 /// - Events: an append-only JSONL log per run (observability: written after the commit, not
 ///   part of it).
 /// Run ids are validated by `check_run_id` in every store.
+/// - What JSON text cannot carry back as it is (a NaN or infinite number, nesting deeper than
+///   trellis::max_json_depth counted from the root of the record written) is refused by every
+///   store, MemoryStore included, before anything is written: unwritable_value, naming the
+///   member of the checkpoint or effect record ("/state/scores/2", "/result/total").
 
 #include <chrono>
 #include <cstdint>
