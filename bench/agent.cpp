@@ -428,8 +428,8 @@ void hitl_case(benchmark::State& st, Kind k) {
     benchmark::DoNotOptimize(done);
   }
   if (!check(st, ok, "a round trip did not pause, then succeed approved")) return;
-  // create, draft, approve (interrupt), approve (after the decision), revise.
-  if (!check(st, stored_run_ok(*store, run_id, 4, 5), "the store's newest checkpoint is wrong"))
+  // create, draft, approve (interrupt), the decision, approve (after it), revise.
+  if (!check(st, stored_run_ok(*store, run_id, 4, 6), "the store's newest checkpoint is wrong"))
     return;
   st.counters["time_per_round_trip"] = time_per(1);
 }

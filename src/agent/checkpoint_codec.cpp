@@ -23,13 +23,14 @@ std::string object_of(const EffectRecord& r) {
   return "effect '" + r.name + "' (key " + r.key + ") of run '" + r.run_id + "'";
 }
 
-// A refusal found in a checkpoint's full record, named by its place in the checkpoint:
-// "/full/state/x" becomes "/state/x".
-[[noreturn]] void rethrow_in_checkpoint(const unwritable_value& e) {
+// A refusal found in the full record of `c`, named by its place in the checkpoint:
+// "/full/state/x" becomes "/state/x". (The checks name no object: building the name costs an
+// allocation per commit, and it is only needed here.)
+[[noreturn]] void rethrow_in_checkpoint(const unwritable_value& e, const Checkpoint& c) {
   constexpr std::string_view envelope = "/full";
   std::string member = e.member();
   if (std::string_view(member).starts_with(envelope)) member.erase(0, envelope.size());
-  throw unwritable_value(e.object(), std::move(member), e.reason());
+  throw unwritable_value(object_of(c), std::move(member), e.reason());
 }
 
 // The checkpoint as JSON without "seq" (the record carries it).
@@ -120,7 +121,7 @@ void check_member(nlohmann::json& member, std::initializer_list<const char*> pat
 }
 
 void check_writable(Checkpoint& c) {
-  const std::string object = object_of(c);
+  const std::string object = "a checkpoint";  // named on a refusal
   try {
     // In the order the full record holds them (its members are sorted), so that every store
     // names the same member when several are bad.
@@ -136,14 +137,17 @@ void check_writable(Checkpoint& c) {
                    {"full", "interrupt", "approval", "proposed_input"}, object);
     check_member(c.state, {"full", "state"}, object);
   } catch (const unwritable_value& e) {
-    rethrow_in_checkpoint(e);
+    rethrow_in_checkpoint(e, c);
   }
 }
 
 void check_writable(EffectRecord& r) {
-  const std::string object = object_of(r);
-  check_member(r.args, {"args"}, object);
-  check_member(r.result, {"result"}, object);
+  try {
+    check_member(r.args, {"args"}, "an effect");
+    check_member(r.result, {"result"}, "an effect");
+  } catch (const unwritable_value& e) {
+    throw unwritable_value(object_of(r), e.member(), e.reason());
+  }
 }
 
 nlohmann::json effect_json(const EffectRecord& r) {
@@ -155,9 +159,9 @@ nlohmann::json effect_json(const EffectRecord& r) {
 nlohmann::json CheckpointEncoder::encode(const Checkpoint& c) {
   nlohmann::json now = body_of(c);
   try {
-    check_member(now, {"full"}, object_of(c));  // before the encoder moves on
+    check_member(now, {"full"}, "a checkpoint");  // before the encoder moves on
   } catch (const unwritable_value& e) {
-    rethrow_in_checkpoint(e);
+    rethrow_in_checkpoint(e, c);
   }
   nlohmann::json record = {{"seq", c.seq}};
   if (!previous_ || since_full_ + 1 >= every_) {

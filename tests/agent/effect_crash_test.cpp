@@ -18,7 +18,9 @@
 ///    duration] from its "ready" (its store open), then resumed (a third of the trials also kill
 ///    one or two of the resuming children). TRELLIS_KILL_SEED replays a seed (printed at the
 ///    start), TRELLIS_KILL_TRIALS sets the number of trials per store (default 200, scaled by
-///    TRELLIS_TEST_SCALE: .ci/run's sanitizer phase runs 20).
+///    TRELLIS_TEST_SCALE: .ci/run's sanitizer phase runs 20). Every trial asked for must run:
+///    a loop that its deadline (200 s a store; TRELLIS_KILL_DEADLINE_S) stops short fails,
+///    saying how many ran (trellis_test::TrialBudget).
 ///
 /// After every run, check_run() opens the store in this process and checks:
 /// - the history, the effect records and the event log read back; seqs are 0, 1, 2, ...;
@@ -409,7 +411,8 @@ Observed check_run(const Scenario& sc) {
 
 /// The agent's failpoints (failpoint.hpp), and how often one un-killed drive of the order graph
 /// reaches each: four effects (the rerun of gate after the approval replays its request);
-/// seven commits (plan, the pause, gate, charge, receipt, notify, done or the failure); one
+/// eight commits (plan, the pause, the approval, gate, charge, receipt, notify, done or the
+/// failure); one
 /// pause; resume.started when the approval resumes the run and, for the saga, when the failed
 /// run is resumed to finish its compensations; one compensation.
 struct Failpoint {
@@ -419,7 +422,7 @@ struct Failpoint {
 };
 constexpr Failpoint agent_failpoints[] = {
     {"effect.before_started", 4, 4}, {"effect.after_started", 4, 4},    {"effect.after_call", 4, 4},
-    {"effect.after_receipt", 4, 4},  {"step.after_commit", 7, 7},       {"approval.waiting", 1, 1},
+    {"effect.after_receipt", 4, 4},  {"step.after_commit", 8, 8},       {"approval.waiting", 1, 1},
     {"resume.started", 1, 2},        {"compensation.after_call", 0, 1},
 };
 
@@ -521,8 +524,8 @@ void torn_append_suite() {
         INFO("first child's output:\n" << first.output << "last child's output:\n" << last.output);
         (void)check_run(sc);
       }
-      // Seven commits and two records (started, receipt) per effect: four, and the refund.
-      const unsigned appends = saga ? 7 + 2 * 5 : 7 + 2 * 4;
+      // Eight commits and two records (started, receipt) per effect: four, and the refund.
+      const unsigned appends = saga ? 8 + 2 * 5 : 8 + 2 * 4;
       CHECK_MESSAGE(hit == appends + 1, std::string(fp) << " was reached " << hit - 1
                                                         << " times, expected " << appends);
     }
@@ -544,16 +547,18 @@ std::uint64_t kill_seed() {
 
 void random_kills(Kind kind) {
   const std::uint64_t seed = kill_seed();
-  const bool trials_set = std::getenv("TRELLIS_KILL_TRIALS") != nullptr;
-  const int trials = trials_set ? static_cast<int>(env_number("TRELLIS_KILL_TRIALS", 200))
-                                : trellis_test::scaled(200, 20);
+  // A slow (sanitized, loaded) machine fails with the count it ran rather than time out: two
+  // loops of 200 s fit the suite's 600 s with its failpoint cases (an idle machine runs the
+  // 200 trials of a store in about 15 s; the timed warm-up runs count against the deadline).
+  auto trials = trellis_test::TrialBudget::from_environment(200, std::chrono::seconds(200));
+  const int wanted = trials.wanted();
   std::printf(
-      "effect crash (%s): random kill loop: %d trials, seed %llu (TRELLIS_KILL_SEED=%llu "
+      "effect crash (%s): random kill loop: %d trials asked, seed %llu (TRELLIS_KILL_SEED=%llu "
       "replays)\n",
-      name_of(kind).c_str(), trials, static_cast<unsigned long long>(seed),
+      name_of(kind).c_str(), wanted, static_cast<unsigned long long>(seed),
       static_cast<unsigned long long>(seed));
   std::fflush(stdout);
-  MESSAGE(name_of(kind) << ": random kill loop seed " << seed << ", " << trials << " trials");
+  MESSAGE(name_of(kind) << ": random kill loop seed " << seed << ", " << wanted << " trials asked");
   std::mt19937_64 rng(seed + static_cast<std::uint64_t>(kind));
 
   ScratchDir dir;
@@ -591,12 +596,9 @@ void random_kills(Kind kind) {
         static_cast<std::int64_t>(fraction * static_cast<double>(duration.count())));
   };
 
-  // Without an explicit trial count, a slow (sanitized) build stops early rather than time out.
-  const trellis_test::Deadline deadline(std::chrono::seconds(200));
   std::map<std::string, int> ends;  // how the runs ended
-  int ran = 0, before_create = 0, mid_run = 0, after_end = 0, mid_effect = 0, resume_kills = 0;
-  for (int trial = 0; trial < trials; ++trial) {
-    if (!trials_set && deadline.passed()) break;
+  int before_create = 0, mid_run = 0, after_end = 0, mid_effect = 0, resume_kills = 0;
+  for (int trial = 0; trials.another(); ++trial) {
     if (trial % 10 == 9) time_a_run("timed-" + std::to_string(trial), trial % 20 == 19);
     const bool saga = trial % 2 == 1;
     const Scenario sc{kind, saga, store, "t" + std::to_string(trial),
@@ -635,16 +637,19 @@ void random_kills(Kind kind) {
     const Observed o = check_run(sc);
     ++ends[status_text(o.status, o.reason)];
     if (o.mid_effect) ++mid_effect;
-    ++ran;
+    trials.done();
   }
+  const int ran = trials.ran();
+  std::printf("effect crash (%s): random kill loop: ran %d of %d trials\n", name_of(kind).c_str(),
+              ran, trials.wanted());
   std::string summary;
   for (const auto& [end, n] : ends) summary += " " + end + ": " + std::to_string(n) + ";";
-  MESSAGE(name_of(kind) << ": " << ran << " trials (a run took " << duration.count()
-                        << " us at the end); killed before the run existed " << before_create
-                        << ", mid-run " << mid_run << ", after its end " << after_end
-                        << "; resumes killed " << resume_kills << "; effects re-issued in "
-                        << mid_effect << "; ends:" << summary);
-  CHECK(ran >= std::min(trials, 20));
+  MESSAGE(name_of(kind) << ": ran " << ran << " of " << trials.wanted() << " trials (a run took "
+                        << duration.count() << " us at the end); killed before the run existed "
+                        << before_create << ", mid-run " << mid_run << ", after its end "
+                        << after_end << "; resumes killed " << resume_kills
+                        << "; effects re-issued in " << mid_effect << "; ends:" << summary);
+  CHECK_MESSAGE(trials.shortfall().empty(), name_of(kind) << ": " << trials.shortfall());
   // The delays must reach into the run, not only its creation or what follows its end (a
   // handful of trials is too few to tell).
   if (ran >= 20) CHECK(mid_run * 4 >= ran);

@@ -21,3 +21,11 @@ target_compile_definitions(trellis_effect_crash_tests PRIVATE
 add_dependencies(trellis_effect_crash_tests trellis_effect_crash_child)
 add_test(NAME trellis_effect_crash_tests COMMAND trellis_effect_crash_tests)
 set_tests_properties(trellis_effect_crash_tests PROPERTIES LABELS "agent;crash" TIMEOUT 600)
+# The random loop's floor: with no time to run its trials, the loop must fail, saying so.
+add_test(NAME trellis_effect_crash_tests.cut_short
+         COMMAND trellis_effect_crash_tests
+                 "--test-case=effect crash: SIGKILL at random times? FileStore")
+set_tests_properties(trellis_effect_crash_tests.cut_short PROPERTIES
+  LABELS "agent;crash" TIMEOUT 120 ENVIRONMENT "TRELLIS_KILL_DEADLINE_S=0"
+  PASS_REGULAR_EXPRESSION
+    "file: the deadline stopped the loop after 0 of [0-9]+ trials.*Status: FAILURE!")

@@ -856,6 +856,7 @@ TEST_CASE_TEMPLATE("store: an effect record that cannot be written is refused; t
   });
   CHECK(e.member() == "/result/total");
   CHECK(e.reason() == "is NaN");
+  CHECK(e.object() == "effect 'charge_card' (key " + charge.key + ") of run 'run-1'");
   EffectRecord deep = started("run-1", "store_tree", 1);
   deep.args = {{"tree", nested(trellis::max_json_depth)}};
   CHECK(std::string(refusal([&] { h.store().put_effect(deep); }).member())

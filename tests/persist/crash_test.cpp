@@ -13,7 +13,9 @@
 ///   the last epoch it sent.
 ///
 /// The random loop prints its seed; TRELLIS_KILL_SEED replays it and TRELLIS_KILL_TRIALS sets
-/// the number of trials (default 200, scaled by TRELLIS_TEST_SCALE).
+/// the number of trials (default 200, scaled by TRELLIS_TEST_SCALE). Every trial asked for must
+/// run: a loop that its deadline (200 s; TRELLIS_KILL_DEADLINE_S) stops short fails, saying how
+/// many ran (trellis_test::TrialBudget).
 #include <trellis/error.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
 #include <trellis/persist/failpoint.hpp>
@@ -223,11 +225,14 @@ TEST_CASE("crash: SIGKILL at every failpoint loses no acknowledged transition") 
 
 TEST_CASE("crash: SIGKILL at random times loses no acknowledged transition") {
   const std::uint64_t seed = env_number("TRELLIS_KILL_SEED", std::random_device{}());
-  const bool trials_set = std::getenv("TRELLIS_KILL_TRIALS") != nullptr;
-  const int trials = trials_set ? static_cast<int>(env_number("TRELLIS_KILL_TRIALS", 200))
-                                : trellis_test::scaled(200, 20);
-  std::printf("crash: random kill loop: %d trials, seed %llu (TRELLIS_KILL_SEED=%llu replays)\n",
-              trials, static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  // A slow machine fails with the count it ran rather than time out (the whole suite has 300 s;
+  // an idle machine runs the 200 trials in about 10 s).
+  auto trials = trellis_test::TrialBudget::from_environment(200, std::chrono::seconds(200));
+  std::printf(
+      "crash: random kill loop: %d trials asked, seed %llu (TRELLIS_KILL_SEED=%llu "
+      "replays)\n",
+      trials.wanted(), static_cast<unsigned long long>(seed),
+      static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   MESSAGE("random kill loop seed " << seed);
   std::mt19937_64 rng(seed);
@@ -247,13 +252,9 @@ TEST_CASE("crash: SIGKILL at random times loses no acknowledged transition") {
   MESSAGE("child startup " << startup.count() << " us; kill delays up to " << max_delay.count()
                            << " us");
 
-  // Without an explicit trial count, a slow machine stops early rather than time out.
-  const trellis_test::Deadline deadline(std::chrono::seconds(50));
   std::map<Mode, std::uint64_t> epochs;
   std::map<Mode, int> killed_mid_run;
-  int ran = 0;
-  for (int trial = 0; trial < trials; ++trial) {
-    if (!trials_set && deadline.passed()) break;
+  for (int trial = 0; trials.another(); ++trial) {
     const Mode mode = static_cast<Mode>(trial % 4);
     const auto delay = std::chrono::microseconds(
         std::uniform_int_distribution<std::int64_t>(0, max_delay.count())(rng));
@@ -270,17 +271,36 @@ TEST_CASE("crash: SIGKILL at random times loses no acknowledged transition") {
     const Report report = parse(output);
     if (report.started) ++killed_mid_run[mode];
     check_recovery(mode, file, report, epochs[mode]);
-    ++ran;
+    trials.done();
   }
-  MESSAGE(ran << " trials; epochs reached: sync " << epochs[Mode::sync] << ", group "
-              << epochs[Mode::group] << ", async " << epochs[Mode::async] << ", journal "
-              << epochs[Mode::journal]);
-  CHECK(ran >= std::min(trials, 20));
+  std::printf("crash: random kill loop: ran %d of %d trials\n", trials.ran(), trials.wanted());
+  MESSAGE("ran " << trials.ran() << " of " << trials.wanted() << " trials; epochs reached: sync "
+                 << epochs[Mode::sync] << ", group " << epochs[Mode::group] << ", async "
+                 << epochs[Mode::async] << ", journal " << epochs[Mode::journal]);
+  CHECK_MESSAGE(trials.shortfall().empty(), trials.shortfall());
   // The delays must reach the sends, or the loop tests only startup.
   for (Mode mode : {Mode::sync, Mode::group, Mode::async, Mode::journal}) {
     INFO("mode " << name_of(mode));
     CHECK(epochs[mode] > 0);
   }
+}
+
+TEST_CASE("crash: a kill loop stopped short by its deadline fails, saying how many trials ran") {
+  const auto now = std::chrono::steady_clock::now();
+  trellis_test::TrialBudget all(3, std::nullopt);
+  while (all.another()) all.done();
+  CHECK(all.ran() == 3);
+  CHECK(all.shortfall().empty());
+
+  trellis_test::TrialBudget late(200, now + std::chrono::hours(1));
+  for (int i = 0; i < 5 && late.another(); ++i) late.done();
+  CHECK(late.ran() == 5);
+  CHECK(late.shortfall().find("the loop stopped after 5 of 200 trials") == 0);
+
+  trellis_test::TrialBudget past(200, now);  // a deadline already reached: no trial starts
+  CHECK_FALSE(past.another());
+  CHECK(past.ran() == 0);
+  CHECK(past.shortfall().find("the deadline stopped the loop after 0 of 200 trials") == 0);
 }
 
 TEST_CASE("crash: another process's machine refuses us until it is SIGKILLed") {

@@ -58,6 +58,12 @@ target_compile_definitions(trellis_crash_tests PRIVATE
 add_dependencies(trellis_crash_tests trellis_durable_child)
 add_test(NAME trellis_crash_tests COMMAND trellis_crash_tests)
 set_tests_properties(trellis_crash_tests PROPERTIES LABELS "persist;crash" TIMEOUT 300)
+# The random loop's floor: with no time to run its trials, the loop must fail, saying so.
+add_test(NAME trellis_crash_tests.cut_short
+         COMMAND trellis_crash_tests "--test-case=crash: SIGKILL at random times*")
+set_tests_properties(trellis_crash_tests.cut_short PROPERTIES
+  LABELS "persist;crash" TIMEOUT 120 ENVIRONMENT "TRELLIS_KILL_DEADLINE_S=0"
+  PASS_REGULAR_EXPRESSION "the deadline stopped the loop after 0 of [0-9]+ trials.*Status: FAILURE!")
 
 # A libFuzzer target for the sidecar and journal loaders (.ci/run's fuzz phase builds it in
 # build/fuzz with clang++ and TRELLIS_SANITIZE=address, then runs it for a bounded time over

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -111,6 +112,72 @@ class Deadline {
 
  private:
   std::chrono::steady_clock::time_point end_;
+};
+
+/// The trials of a randomized crash loop: how many it must run, and how many it did. The count
+/// is TRELLIS_KILL_TRIALS when set, else `default_trials` scaled by TRELLIS_TEST_SCALE (never
+/// below `min_trials`). Every trial asked for must run: a deadline that stops the loop short
+/// is a failure (shortfall() says how many ran), not a pass on fewer trials. The deadline
+/// (TRELLIS_KILL_DEADLINE_S seconds when set, else `budget`; none for an explicit
+/// TRELLIS_KILL_TRIALS) only turns a machine too slow for the count into that failure, with
+/// what ran checked, before ctest's timeout kills the suite with nothing said.
+class TrialBudget {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  /// `wanted` trials, stopped at `deadline` if there is one.
+  TrialBudget(int wanted, std::optional<time_point> deadline)
+      : wanted_(wanted), deadline_(deadline) {}
+
+  /// The budget the environment asks for (see above).
+  static TrialBudget from_environment(int default_trials, std::chrono::seconds budget,
+                                      int min_trials = 20) {
+    return TrialBudget(env_int("TRELLIS_KILL_TRIALS").value_or(scaled(default_trials, min_trials)),
+                       deadline_after(budget));
+  }
+
+  /// The trials the loop must run.
+  int wanted() const noexcept { return wanted_; }
+  /// The trials counted by done() so far.
+  int ran() const noexcept { return ran_; }
+  /// True when another trial should start: fewer than wanted() ran and the deadline is not
+  /// past (a deadline that stopped the loop is remembered for shortfall()).
+  bool another() {
+    if (ran_ >= wanted_) return false;
+    if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
+      cut_short_ = true;
+      return false;
+    }
+    return true;
+  }
+  /// Counts a trial that ran to its end.
+  void done() noexcept { ++ran_; }
+  /// Empty when every trial asked for ran; else why not, with the counts.
+  std::string shortfall() const {
+    if (ran_ >= wanted_) return {};
+    return std::string(cut_short_ ? "the deadline stopped the loop" : "the loop stopped") +
+           " after " + std::to_string(ran_) + " of " + std::to_string(wanted_) +
+           " trials (TRELLIS_KILL_TRIALS or TRELLIS_TEST_SCALE asks for fewer, "
+           "TRELLIS_KILL_DEADLINE_S gives more time)";
+  }
+
+ private:
+  static std::optional<int> env_int(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return std::nullopt;
+    return static_cast<int>(std::strtol(text, nullptr, 10));
+  }
+  static std::optional<time_point> deadline_after(std::chrono::seconds budget) {
+    if (const auto seconds = env_int("TRELLIS_KILL_DEADLINE_S"))
+      return std::chrono::steady_clock::now() + std::chrono::seconds(*seconds);
+    if (std::getenv("TRELLIS_KILL_TRIALS") != nullptr) return std::nullopt;
+    return std::chrono::steady_clock::now() + budget;
+  }
+
+  int wanted_;
+  std::optional<time_point> deadline_;
+  int ran_ = 0;
+  bool cut_short_ = false;
 };
 
 }  // namespace trellis_test

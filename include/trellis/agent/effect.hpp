@@ -38,9 +38,12 @@
 ///   A timeout whose outcome is unknown is not transient.
 /// - Arguments are hashed in a canonical form: -0.0 is 0 and a whole double is an integer
 ///   (RFC 8785's number rule), so a state restored from a store hashes as the live one did.
-///   NaN, infinities and text that is not UTF-8 have no key (graph_error).
-/// - A result that no store could hold (not UTF-8) turns the receipt into a failure that says
-///   so; an error text that is not UTF-8 is stored with U+FFFD in place of the bad bytes.
+///   NaN, infinities, nesting deeper than a store reads back (trellis::max_json_depth, counted
+///   in the record: the arguments sit one level down) and text that is not UTF-8 have no key
+///   (graph_error, naming the member), and nothing is written.
+/// - A result that no store could hold as it is (not UTF-8, NaN, infinite, too deep) turns the
+///   receipt into a failure that says so, naming the member; an error text that is not UTF-8
+///   is stored with U+FFFD in place of the bad bytes.
 /// - The rerun of a node after its pause (an Interrupt without `then`) keys its effects by
 ///   the step it paused at: what it did before pausing replays, what follows the approval
 ///   check runs. Each later pause of the same node starts a new step.

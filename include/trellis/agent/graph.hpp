@@ -377,6 +377,8 @@ class Graph {
     Outcome<S> start(const Resume* decision) {
       const auto started = std::chrono::steady_clock::now();
       if (cp_.status == RunStatus::WaitingApproval) {
+        if (!decision)  // resume() refuses this first; said here for the compiler's sake too
+          throw graph_error("trellis: run '" + cp_.run_id + "' waits for a decision");
         if (auto out = decide(*decision)) return *out;
         emit("resumed", cp_.next_node, 0.0);
       } else if (cp_.status == RunStatus::Cancelled) {

@@ -29,6 +29,10 @@
 ///   part of it).
 /// Run ids are validated by `check_run_id` in every call of every store, before anything else
 /// is looked at (invalid_run_id, whatever else is wrong with the call).
+/// - What JSON text cannot carry back as it is (a NaN or infinite number, nesting deeper than
+///   trellis::max_json_depth counted from the root of the record written) is refused by every
+///   store, MemoryStore included, before anything is written: unwritable_value, naming the
+///   member of the checkpoint or effect record ("/state/scores/2", "/result/total").
 
 #include <chrono>
 #include <cstdint>
