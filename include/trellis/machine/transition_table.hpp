@@ -23,7 +23,8 @@
 ///
 /// A row reads "from these states (or any state), on this event, when this guard holds, go to
 /// that state (or stay)". Each clause returns the next step of the row, so a row that forgets
-/// its event or its target does not compile. `.to()` and `.stay()` return the table, so rows
+/// its event does not compile, and one dropped before its target draws a [[nodiscard]] warning
+/// (only `.to()` or `.stay()` adds the row). `.to()` and `.stay()` return the table, so rows
 /// also chain: on a named table each row appends to it, and on a temporary
 /// (`TransitionTable<S, E>{}.from(...)...`) the chain yields the finished table by value. One
 /// statement per row is the form that clang-format keeps one row per line.
