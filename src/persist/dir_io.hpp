@@ -25,8 +25,8 @@ std::string step_text(std::string_view operation, const std::filesystem::path& f
 Modes sidecar_modes(mode_t file_mode, const std::filesystem::path& sidecar);
 
 /// The sidecar path to work on for the user's `path`: every alias of one file gives the same
-/// (resolve_file); `path` itself when its directory cannot be resolved (the caller's open then
-/// reports the error).
+/// (resolve_file), a link to a sidecar not yet written included; `path` itself when its directory
+/// cannot be resolved (the caller's open then reports the error).
 std::filesystem::path resolved_sidecar(const std::filesystem::path& path);
 
 }  // namespace trellis::detail

@@ -105,8 +105,22 @@ Modes sidecar_modes(mode_t file_mode, const std::filesystem::path& sidecar) {
 }
 
 std::filesystem::path resolved_sidecar(const std::filesystem::path& path) {
+  std::filesystem::path file = path;
+  // A link to a sidecar not yet written (a dangling link) names the file it will be: follow
+  // it by hand (resolve_file only follows links to files that exist), a bounded number of hops.
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(file, ec) || std::filesystem::exists(file, ec)) {
+      break;
+    }
+    const std::filesystem::path target = std::filesystem::read_symlink(file, ec);
+    if (ec) {
+      break;
+    }
+    file = target.is_absolute() ? target : parent_directory(file) / target;
+  }
   std::filesystem::path resolved;
-  return resolve_file(path, resolved) == 0 ? resolved : path;
+  return resolve_file(file, resolved) == 0 ? resolved : path;
 }
 
 int fsync_directory(const std::filesystem::path& directory) noexcept {
