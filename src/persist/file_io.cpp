@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 
+#include "dir_io.hpp"
 #include "trellis/error.hpp"
 
 namespace trellis::detail {
@@ -74,58 +74,53 @@ std::filesystem::path parent_directory(const std::filesystem::path& file) {
   return parent.empty() ? std::filesystem::path(".") : parent;
 }
 
-namespace {
-constexpr std::string_view kTempInfix = ".tmp-";
-}  // namespace
-
-std::pair<unique_fd, std::string> create_temp_file(const std::filesystem::path& path,
-                                                   int extra_flags) {
-  static std::atomic<unsigned> counter{0};
-  const std::string stem =
-      path.string() + std::string(kTempInfix) + std::to_string(::getpid()) + "-";
-  for (int attempt = 0;; ++attempt) {
-    std::string candidate = stem + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-    unique_fd fd(::open(candidate.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | extra_flags,
-                        S_IRUSR | S_IWUSR));
-    if (fd) {
-      return {std::move(fd), std::move(candidate)};
-    }
-    // EEXIST: a temporary file left by a dead process that had our pid; take the next name.
-    if (errno != EEXIST || attempt >= 100) {
-      throw persist_error(path, "create the temporary file '" + candidate + "'", errno_code(errno));
-    }
-  }
-}
-
-std::size_t remove_temp_files(const std::filesystem::path& path) {
-  const std::string prefix = path.filename().string() + std::string(kTempInfix);
-  std::error_code ec;
-  std::filesystem::directory_iterator it(parent_directory(path), ec);
-  if (ec) {
-    throw persist_error(path, "list its directory for stale temporary files", ec);
-  }
-  std::size_t removed = 0;
-  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with(prefix) && std::filesystem::remove(it->path(), ec)) {
-      ++removed;
-    }
-    if (ec) {
-      throw persist_error(path, "remove the stale temporary file '" + it->path().string() + "'",
-                          ec);
-    }
-  }
-  if (ec) {
-    throw persist_error(path, "list its directory for stale temporary files", ec);
-  }
-  return removed;
-}
-
 TempFileGuard::~TempFileGuard() {
-  if (!path_.empty()) {
-    ::unlink(path_.c_str());
+  if (!name_.empty()) {
+    (void)dir_->unlink(name_);
   }
+}
+
+int open_parent(const std::filesystem::path& file, Directory& dir, std::string& name) {
+  if (file.filename().empty()) {
+    return EISDIR;
+  }
+  if (const int e = dir.open(parent_directory(file), false, Modes{})) {
+    return e;
+  }
+  name = file.filename().string();
+  return 0;
+}
+
+std::string step_text(std::string_view operation, const std::filesystem::path& file, int e) {
+  std::string text(operation);
+  if (e == ELOOP) {
+    text += " (a symbolic link is at '" + file.string() +
+            "'; trellis does not follow links inside its directory)";
+  }
+  return text;
+}
+
+Modes sidecar_modes(mode_t file_mode, const std::filesystem::path& sidecar) {
+  return Modes::from_file_mode(file_mode, "sidecar '" + sidecar.string() + "'");
+}
+
+std::filesystem::path resolved_sidecar(const std::filesystem::path& path) {
+  std::filesystem::path file = path;
+  // A link to a sidecar not yet written (a dangling link) names the file it will be: follow
+  // it by hand (resolve_file only follows links to files that exist), a bounded number of hops.
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(file, ec) || std::filesystem::exists(file, ec)) {
+      break;
+    }
+    const std::filesystem::path target = std::filesystem::read_symlink(file, ec);
+    if (ec) {
+      break;
+    }
+    file = target.is_absolute() ? target : parent_directory(file) / target;
+  }
+  std::filesystem::path resolved;
+  return resolve_file(file, resolved) == 0 ? resolved : path;
 }
 
 int fsync_directory(const std::filesystem::path& directory) noexcept {

@@ -57,28 +57,22 @@ int read_all(int fd, std::string& out);
 /// The directory that holds `file` ("." for a bare file name).
 std::filesystem::path parent_directory(const std::filesystem::path& file);
 
-/// Creates a temporary file "<path>.tmp-<pid>-<n>" beside `path` (O_WRONLY | O_CREAT | O_EXCL,
-/// mode 0600, plus `extra_flags`) under the first free name; returns it open with its name.
-/// Throws persist_error naming `path`.
-std::pair<unique_fd, std::string> create_temp_file(const std::filesystem::path& path,
-                                                   int extra_flags = 0);
+class Directory;
 
-/// Removes the temporary files create_temp_file left beside `path` (a process died before
-/// renaming them); returns how many. Throws persist_error naming `path`.
-std::size_t remove_temp_files(const std::filesystem::path& path);
-
-/// Removes a temporary file at scope exit unless the rename has consumed it.
+/// Removes a temporary file (by its name in `dir`) at scope exit unless the rename has
+/// consumed it.
 class TempFileGuard {
  public:
-  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
+  TempFileGuard(const Directory& dir, std::string name) : dir_(&dir), name_(std::move(name)) {}
   ~TempFileGuard();
   TempFileGuard(const TempFileGuard&) = delete;
   TempFileGuard& operator=(const TempFileGuard&) = delete;
-  const std::string& path() const noexcept { return path_; }
-  void renamed() noexcept { path_.clear(); }
+  const std::string& name() const noexcept { return name_; }
+  void renamed() noexcept { name_.clear(); }
 
  private:
-  std::string path_;
+  const Directory* dir_;
+  std::string name_;
 };
 
 /// fsync(2) of a directory, so that a rename or a new entry in it survives power loss;

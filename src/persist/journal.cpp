@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <string_view>
 #include <utility>
 
+#include "../io/line_log.hpp"
 #include "checksum.hpp"
+#include "dir_io.hpp"
 #include "file_io.hpp"
 #include "json_text.hpp"
 #include "trellis/error.hpp"
@@ -83,78 +86,81 @@ std::string encode_journal_line(const JournalEntry& entry) {
 
 JournalContents read_journal(const std::filesystem::path& path) {
   JournalContents contents;
-  detail::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd) {
-    const int e = errno;
-    if (e == ENOENT) {
-      return contents;
-    }
+  detail::Directory dir;
+  std::string name;
+  int e = detail::open_parent(path, dir, name);
+  detail::unique_fd fd;
+  if (e == 0) {
+    e = dir.open_regular(name, fd);  // no link followed, no FIFO waited on
+  }
+  if (e == ENOENT) {
+    return contents;
+  }
+  if (e == ELOOP) {
+    throw recovery_error(path, reason::not_a_file,
+                         "a symbolic link is at '" + path.string() +
+                             "'; trellis does not follow links inside its directory");
+  }
+  if (e == EINVAL) {
+    throw recovery_error(path, reason::not_a_file, "not a regular file");
+  }
+  if (e != 0) {
     throw recovery_error(path, reason::unreadable, "cannot open: " + errno_code(e).message());
   }
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) {
     throw recovery_error(path, reason::unreadable, "cannot stat: " + errno_code(errno).message());
   }
-  if (!S_ISREG(info.st_mode)) {
-    throw recovery_error(path, reason::not_a_file, "not a regular file");
-  }
   std::string bytes;
   bytes.reserve(static_cast<std::size_t>(info.st_size));
-  if (const int e = detail::read_all(fd.get(), bytes); e != 0) {
-    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(e).message());
+  if (const int r = detail::read_all(fd.get(), bytes); r != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(r).message());
   }
 
-  const std::string_view all(bytes);
-  std::size_t start = 0;
-  std::size_t line = 0;
-  while (start < all.size()) {
-    ++line;
-    const std::size_t newline = all.find('\n', start);
-    const bool complete = newline != std::string_view::npos;
-    const std::size_t end = complete ? newline : all.size();
-    const bool last = !complete || end + 1 == all.size();
-
-    if (!complete) {
-      // A line without its newline was never fully written: the append did not return.
-      contents.torn = TornTail{line, start, "no trailing newline"};
-      break;
-    }
-    JournalEntry entry;
-    if (auto bad = decode_line(all.substr(start, end - start), entry)) {
-      if (last) {
-        contents.torn = TornTail{line, start, std::move(bad->detail)};
-        break;
-      }
-      throw recovery_error(path, bad->why, "line " + std::to_string(line) + ": " + bad->detail);
-    }
-    if (!contents.entries.empty() && entry.epoch <= contents.entries.back().epoch) {
-      throw recovery_error(path, reason::bad_sequence,
-                           "line " + std::to_string(line) + ": epoch " +
-                               std::to_string(entry.epoch) + " does not follow epoch " +
-                               std::to_string(contents.entries.back().epoch));
-    }
-    contents.entries.push_back(std::move(entry));
-    start = end + 1;
-    contents.valid_size = start;
+  // Only an unterminated tail is a torn write (the append never returned); a complete line
+  // that does not decode was acknowledged once: corruption, the last line included.
+  const detail::LineScan scan =
+      detail::scan_lines(bytes, [&](std::string_view text, std::size_t line) {
+        JournalEntry entry;
+        if (auto bad = decode_line(text, entry)) {
+          throw recovery_error(path, bad->why, "line " + std::to_string(line) + ": " + bad->detail);
+        }
+        if (!contents.entries.empty() && entry.epoch <= contents.entries.back().epoch) {
+          throw recovery_error(path, reason::bad_sequence,
+                               "line " + std::to_string(line) + ": epoch " +
+                                   std::to_string(entry.epoch) + " does not follow epoch " +
+                                   std::to_string(contents.entries.back().epoch));
+        }
+        contents.entries.push_back(std::move(entry));
+        return true;
+      });
+  contents.valid_size = scan.valid_size;
+  if (scan.torn) {
+    contents.torn = TornTail{scan.torn_line, scan.valid_size, "no trailing newline"};
   }
   return contents;
 }
 
-Journal::Journal(std::filesystem::path path) : path_(std::move(path)) {
-  detail::unique_fd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-                              S_IRUSR | S_IWUSR));
-  if (!fd) {
-    throw persist_error(path_, "open the journal for appending", errno_code(errno));
+Journal::Journal(std::filesystem::path path, mode_t file_mode)
+    : path_(std::move(path)),
+      mode_(detail::Modes::from_file_mode(file_mode, "journal '" + path_.string() + "'").file),
+      dir_(std::make_unique<detail::Directory>()) {
+  std::string name;
+  int e = detail::open_parent(path_, *dir_, name);
+  detail::unique_fd fd;
+  if (e == 0) {
+    e = dir_->open_file(name, O_WRONLY | O_APPEND | O_CREAT, mode_, fd);
+  }
+  if (e != 0) {
+    throw persist_error(path_, detail::step_text("open the journal for appending", path_, e),
+                        errno_code(e));
   }
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) {
     throw persist_error(path_, "stat the journal", errno_code(errno));
   }
-  if (const int e =
-          detail::io_step("journal.dir_fsync",
-                          [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
-      e != 0) {
-    throw persist_error(path_, "fsync the journal's directory", errno_code(e));
+  if (const int r = detail::io_step("journal.dir_fsync", [&] { return dir_->sync(); }); r != 0) {
+    throw persist_error(path_, "fsync the journal's directory", errno_code(r));
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
   fd_ = fd.release();
@@ -168,6 +174,8 @@ Journal::~Journal() {
 
 Journal::Journal(Journal&& other) noexcept
     : path_(std::move(other.path_)),
+      mode_(other.mode_),
+      dir_(std::move(other.dir_)),
       fd_(std::exchange(other.fd_, -1)),
       size_(other.size_),
       broken_(other.broken_),
@@ -179,6 +187,8 @@ Journal& Journal::operator=(Journal&& other) noexcept {
       ::close(fd_);
     }
     path_ = std::move(other.path_);
+    mode_ = other.mode_;
+    dir_ = std::move(other.dir_);
     fd_ = std::exchange(other.fd_, -1);
     size_ = other.size_;
     broken_ = other.broken_;
@@ -206,10 +216,7 @@ void Journal::append(const JournalEntry& entry) {
   if (directory_unconfirmed_) {
     // reset()'s rename is not known to be durable: a line written into the new file now could
     // vanish with it in a crash. Nothing is written until the directory is synced.
-    if (const int e = detail::io_step(
-            "journal.dir_fsync",
-            [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
-        e != 0) {
+    if (const int e = detail::io_step("journal.dir_fsync", [&] { return dir_->sync(); }); e != 0) {
       throw persist_error(path_, "fsync its directory after the compaction's rename",
                           errno_code(e));
     }
@@ -299,19 +306,33 @@ void Journal::reset() {
   if (fd_ < 0) {
     throw persist_error(path_, "reset a moved-from journal");
   }
-  auto [fd, temp_path] = detail::create_temp_file(path_, O_APPEND);
-  detail::TempFileGuard temp(std::move(temp_path));
-  if (const int e = detail::io_step("journal.fsync",
-                                    [&fd = fd] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
-      e != 0) {
-    throw persist_error(path_, "fsync the empty journal '" + temp.path() + "'", errno_code(e));
+  const std::string name = path_.filename().string();
+  detail::unique_fd fd;
+  std::string temp_name;
+  int e = dir_->create_temporary(name, mode_, fd, temp_name);
+  if (e == 0 && ::fcntl(fd.get(), F_SETFL, O_APPEND) != 0) {
+    e = errno;  // appends must stay at the end after a cut-back
+    (void)dir_->unlink(temp_name);
   }
-  if (const int e = detail::io_step(
-          "journal.rename",
-          [&] { return ::rename(temp.path().c_str(), path_.c_str()) == 0 ? 0 : errno; });
-      e != 0) {
-    throw persist_error(path_, "rename the empty journal '" + temp.path() + "' over it",
-                        errno_code(e));
+  if (e != 0) {
+    const std::filesystem::path temp_path = *dir_ / (name + ".tmp-trellis-*");
+    throw persist_error(
+        path_,
+        detail::step_text("create the empty journal '" + temp_path.string() + "'", temp_path, e),
+        errno_code(e));
+  }
+  detail::TempFileGuard temp(*dir_, std::move(temp_name));
+  const std::string temp_path = (*dir_ / temp.name()).string();
+  if (const int r =
+          detail::io_step("journal.fsync", [&] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
+      r != 0) {
+    throw persist_error(path_, "fsync the empty journal '" + temp_path + "'", errno_code(r));
+  }
+  if (const int r =
+          detail::io_step("journal.rename", [&] { return dir_->rename(temp.name(), name); });
+      r != 0) {
+    throw persist_error(path_, "rename the empty journal '" + temp_path + "' over it",
+                        errno_code(r));
   }
   temp.renamed();
   // The path names the new file now: append there, whatever the directory fsync says.
@@ -319,18 +340,26 @@ void Journal::reset() {
   size_ = 0;
   broken_ = false;
   directory_unconfirmed_ = true;
-  if (const int e =
-          detail::io_step("journal.dir_fsync",
-                          [&] { return detail::fsync_directory(detail::parent_directory(path_)); });
-      e != 0) {
+  if (const int r = detail::io_step("journal.dir_fsync", [&] { return dir_->sync(); }); r != 0) {
     throw persist_error(path_, "fsync its directory after replacing it by an empty journal",
-                        errno_code(e));
+                        errno_code(r));
   }
   directory_unconfirmed_ = false;
 }
 
 std::size_t remove_journal_temps(const std::filesystem::path& journal) {
-  return detail::remove_temp_files(journal);
+  detail::Directory dir;
+  std::string name;
+  std::size_t removed = 0;
+  int e = detail::open_parent(journal, dir, name);
+  if (e == 0) {
+    e = dir.remove_temporaries(name, removed);
+  }
+  if (e != 0) {
+    throw persist_error(journal, "remove the stale temporary files in its directory",
+                        errno_code(e));
+  }
+  return removed;
 }
 
 }  // namespace trellis

@@ -12,8 +12,10 @@
 #include <ctime>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "checksum.hpp"
+#include "dir_io.hpp"
 #include "file_io.hpp"
 #include "json_text.hpp"
 #include "trellis/error.hpp"
@@ -24,17 +26,10 @@ namespace trellis {
 namespace {
 
 using reason = recovery_error::reason;
-using detail::create_temp_file;
 using detail::errno_code;
 using detail::Refusal;
 using detail::TempFileGuard;
 using detail::unique_fd;
-
-std::string with_suffix(const std::filesystem::path& path, std::string_view suffix) {
-  std::string text = path.string();
-  text += suffix;
-  return text;
-}
 
 // How unwritable_value names the sidecar at `path`.
 std::string sidecar_object(const std::filesystem::path& path) {
@@ -189,31 +184,45 @@ SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_m
 
 std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
                                           std::string_view expected_machine) {
-  // O_NONBLOCK: a FIFO at the path must be refused, not waited on.
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd) {
-    const int e = errno;
-    if (e == ENOENT) {
-      return std::nullopt;
-    }
-    throw recovery_error(path, reason::unreadable, "cannot open: " + errno_code(e).message());
+  const std::filesystem::path resolved = detail::resolved_sidecar(path);
+  detail::Directory dir;
+  std::string name;
+  int e = detail::open_parent(resolved, dir, name);
+  unique_fd fd;
+  if (e == 0) {
+    // Never waits on a FIFO, never follows a link inside the directory.
+    e = dir.open_regular(name, fd);
   }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
-    throw recovery_error(path, reason::unreadable, "cannot stat: " + errno_code(errno).message());
+  if (e == ENOENT) {
+    return std::nullopt;
   }
-  if (!S_ISREG(info.st_mode)) {
-    const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
+  if (e == ELOOP) {
+    throw recovery_error(path, reason::not_a_file,
+                         "a symbolic link that points nowhere is at '" + resolved.string() +
+                             "'; trellis does not follow links inside its directory");
+  }
+  if (e == EINVAL) {
+    struct stat info {};
+    const bool known = ::fstatat(dir.fd(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0;
+    const char* kind = !known                   ? "something"
+                       : S_ISDIR(info.st_mode)  ? "a directory"
                        : S_ISFIFO(info.st_mode) ? "a FIFO"
                        : S_ISSOCK(info.st_mode) ? "a socket"
                                                 : "a device";
     throw recovery_error(path, reason::not_a_file,
                          std::string(kind) + " is at the path, not a regular file");
   }
+  if (e != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot open: " + errno_code(e).message());
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot stat: " + errno_code(errno).message());
+  }
   std::string bytes;
   bytes.reserve(static_cast<std::size_t>(info.st_size));
-  if (const int e = detail::read_all(fd.get(), bytes); e != 0) {
-    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(e).message());
+  if (const int r = detail::read_all(fd.get(), bytes); r != 0) {
+    throw recovery_error(path, reason::unreadable, "cannot read: " + errno_code(r).message());
   }
   return decode_sidecar(bytes, expected_machine, path);
 }
@@ -222,7 +231,9 @@ void check_sidecar_state(const std::filesystem::path& path, const nlohmann::json
   detail::check_writable_member(state, "state", sidecar_object(path));
 }
 
-void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record) {
+void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record,
+                   mode_t file_mode) {
+  const detail::Modes modes = detail::sidecar_modes(file_mode, path);
   std::string bytes;
   try {
     bytes = encode_sidecar(record);
@@ -232,28 +243,42 @@ void store_sidecar(const std::filesystem::path& path, const SidecarRecord& recor
     throw persist_error(path, std::string("cannot encode the record: ") + e.what());
   }
 
-  auto [fd, temp_path] = create_temp_file(path);
-  TempFileGuard temp(std::move(temp_path));
-  if (const int e = detail::io_step("sidecar.write",
-                                    [&, &fd = fd] { return detail::write_all(fd.get(), bytes); });
+  const std::filesystem::path resolved = detail::resolved_sidecar(path);
+  detail::Directory dir;
+  std::string name;
+  if (const int e = detail::open_parent(resolved, dir, name); e != 0) {
+    throw persist_error(path, "open its directory", errno_code(e));
+  }
+  unique_fd fd;
+  std::string temp_name;
+  if (const int e = dir.create_temporary(name, modes.file, fd, temp_name); e != 0) {
+    const std::filesystem::path temp_path = dir / (name + ".tmp-trellis-*");
+    throw persist_error(
+        path,
+        detail::step_text("create a temporary file '" + temp_path.string() + "'", temp_path, e),
+        errno_code(e));
+  }
+  TempFileGuard temp(dir, std::move(temp_name));
+  const std::string temp_path = (dir / temp.name()).string();
+  if (const int e =
+          detail::io_step("sidecar.write", [&] { return detail::write_all(fd.get(), bytes); });
       e != 0) {
-    throw persist_error(path, "write the temporary file '" + temp.path() + "'", errno_code(e));
+    throw persist_error(path, "write the temporary file '" + temp_path + "'", errno_code(e));
   }
   failpoint("sidecar.after_temp_write", path);
-  if (const int e = detail::io_step("sidecar.fsync",
-                                    [&fd = fd] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
+  if (const int e =
+          detail::io_step("sidecar.fsync", [&] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
       e != 0) {
-    throw persist_error(path, "fsync the temporary file '" + temp.path() + "'", errno_code(e));
+    throw persist_error(path, "fsync the temporary file '" + temp_path + "'", errno_code(e));
   }
   failpoint("sidecar.after_temp_fsync", path);
   if (const int e = fd.close(); e != 0) {
-    throw persist_error(path, "close the temporary file '" + temp.path() + "'", errno_code(e));
+    throw persist_error(path, "close the temporary file '" + temp_path + "'", errno_code(e));
   }
-  if (const int e = detail::io_step(
-          "sidecar.rename",
-          [&] { return ::rename(temp.path().c_str(), path.c_str()) == 0 ? 0 : errno; });
+  if (const int e =
+          detail::io_step("sidecar.rename", [&] { return dir.rename(temp.name(), name); });
       e != 0) {
-    throw persist_error(path, "rename '" + temp.path() + "' over it", errno_code(e));
+    throw persist_error(path, "rename '" + temp_path + "' over it", errno_code(e));
   }
   temp.renamed();
 
@@ -269,51 +294,124 @@ void store_sidecar(const std::filesystem::path& path, const SidecarRecord& recor
   } catch (const persist_error& injected) {
     throw unknown(injected.operation(), injected.code());
   }
-  const std::filesystem::path directory = detail::parent_directory(path);
-  unique_fd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    throw unknown("open its directory to fsync the rename", errno_code(errno));
-  }
   try {
     failpoint("sidecar.before_dir_fsync", path);
   } catch (const persist_error& injected) {
     throw unknown(injected.operation(), injected.code());
   }
-  if (const int e =
-          detail::io_step("sidecar.dir_fsync", [&] { return ::fsync(dir.get()) == 0 ? 0 : errno; });
-      e != 0) {
+  if (const int e = detail::io_step("sidecar.dir_fsync", [&] { return dir.sync(); }); e != 0) {
     throw unknown("fsync its directory after the rename", errno_code(e));
   }
 }
 
 std::size_t remove_sidecar_temps(const std::filesystem::path& path) {
-  return detail::remove_temp_files(path);
+  const std::filesystem::path resolved = detail::resolved_sidecar(path);
+  detail::Directory dir;
+  std::string name;
+  std::size_t removed = 0;
+  int e = detail::open_parent(resolved, dir, name);
+  if (e == 0) {
+    e = dir.remove_temporaries(name, removed);
+  }
+  if (e != 0) {
+    throw persist_error(path, "remove the stale temporary files in its directory", errno_code(e));
+  }
+  return removed;
 }
 
+namespace {
+
+// Renames `from` to `to` in `dir` unless `to` exists; 0, EEXIST or another errno.
+int rename_no_replace(const detail::Directory& dir, const std::string& from,
+                      const std::string& to) {
+  if (::renameat2(dir.fd(), from.c_str(), dir.fd(), to.c_str(), RENAME_NOREPLACE) == 0) {
+    return 0;
+  }
+  if (errno != EINVAL && errno != ENOSYS) {
+    return errno;
+  }
+  // A file system without RENAME_NOREPLACE: link() refuses an existing name just as well.
+  if (::linkat(dir.fd(), from.c_str(), dir.fd(), to.c_str(), 0) != 0) {
+    return errno;
+  }
+  if (::unlinkat(dir.fd(), from.c_str(), 0) != 0) {
+    const int e = errno;
+    ::unlinkat(dir.fd(), to.c_str(), 0);
+    return e;
+  }
+  return 0;
+}
+
+bool exists_in(const detail::Directory& dir, const std::string& name) {
+  struct stat info {};
+  return ::fstatat(dir.fd(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+}  // namespace
+
 std::filesystem::path quarantine_sidecar(const std::filesystem::path& path) {
-  const std::string base = with_suffix(path, ".corrupt-") + compact_utc_timestamp();
+  std::optional<std::filesystem::path> moved = quarantine_sidecar_and_journal(path, false).sidecar;
+  if (!moved) {
+    throw persist_error(path, "move it aside", errno_code(ENOENT));
+  }
+  return *moved;
+}
+
+Quarantined quarantine_sidecar_and_journal(const std::filesystem::path& path, bool journal) {
+  const std::filesystem::path resolved = detail::resolved_sidecar(path);
+  detail::Directory dir;
+  std::string name;
+  if (const int e = detail::open_parent(resolved, dir, name); e != 0) {
+    throw persist_error(path, "open its directory to move it aside", errno_code(e));
+  }
+  // The files to move: the sidecar and, when asked, its journal, each only if present.
+  std::vector<std::string> names;
+  for (const std::string& n : {name, name + ".journal"}) {
+    if ((n == name || journal) && exists_in(dir, n)) names.push_back(n);
+  }
+  Quarantined out;
+  if (names.empty()) {
+    return out;
+  }
+  const std::string stamp = ".corrupt-" + compact_utc_timestamp();
   for (int n = 1;; ++n) {
-    std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
-    int result = ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, candidate.c_str(), RENAME_NOREPLACE);
-    if (result != 0 && (errno == EINVAL || errno == ENOSYS)) {
-      // A file system without RENAME_NOREPLACE: link() refuses an existing name just as well.
-      result = ::link(path.c_str(), candidate.c_str());
-      if (result == 0 && ::unlink(path.c_str()) != 0) {
-        const int e = errno;
-        ::unlink(candidate.c_str());
-        throw persist_error(path, "move it aside to '" + candidate + "'", errno_code(e));
+    const std::string suffix = n == 1 ? stamp : stamp + "-" + std::to_string(n);
+    std::vector<std::pair<std::string, std::string>> done;
+    int failed = 0;
+    std::string failed_target;
+    for (const std::string& from : names) {
+      const std::string to = from + suffix;
+      if (const int e = rename_no_replace(dir, from, to); e != 0) {
+        failed = e;
+        failed_target = to;
+        break;
       }
+      done.emplace_back(from, to);
     }
-    if (result == 0) {
-      if (const int e = detail::fsync_directory(detail::parent_directory(path)); e != 0) {
-        throw persist_error(path, "fsync its directory after moving it to '" + candidate + "'",
-                            errno_code(e));
+    if (failed != 0) {
+      // Both or neither: put back what was moved under this suffix.
+      for (const auto& [from, to] : done) {
+        if (rename_no_replace(dir, to, from) != 0) {
+          throw persist_error(path,
+                              "move '" + (dir / from).string() + "' back from '" +
+                                  (dir / to).string() + "' after failing to move '" +
+                                  failed_target + "' aside",
+                              errno_code(failed));
+        }
       }
-      return candidate;
+      if (failed == EEXIST && n < 10'000) {
+        continue;
+      }
+      throw persist_error(path, "move it aside to '" + (dir / failed_target).string() + "'",
+                          errno_code(failed));
     }
-    if (errno != EEXIST || n >= 10'000) {
-      throw persist_error(path, "move it aside to '" + candidate + "'", errno_code(errno));
+    if (const int e = dir.sync(); e != 0) {
+      throw persist_error(path, "fsync its directory after moving it aside", errno_code(e));
     }
+    for (const auto& [from, to] : done) {
+      (from == name ? out.sidecar : out.journal) = dir / to;
+    }
+    return out;
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "dir_io.hpp"
 #include "file_io.hpp"
 #include "trellis/error.hpp"
 
@@ -46,13 +47,26 @@ std::filesystem::path SidecarLock::lock_path_for(const std::filesystem::path& si
   return lock;
 }
 
-SidecarLock::SidecarLock(std::filesystem::path sidecar) : sidecar_(std::move(sidecar)) {
-  const std::filesystem::path lock_path = lock_path_for(sidecar_);
-  detail::unique_fd fd(
-      ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, S_IRUSR | S_IWUSR));
-  if (!fd) {
-    throw persist_error(sidecar_, "create the lock file '" + lock_path.string() + "'",
-                        detail::errno_code(errno));
+SidecarLock::SidecarLock(std::filesystem::path sidecar, mode_t file_mode)
+    : sidecar_(std::move(sidecar)) {
+  if (sidecar_.empty()) {
+    throw invalid_option("trellis: SidecarLock: the sidecar path is empty");
+  }
+  const detail::Modes modes = detail::sidecar_modes(file_mode, sidecar_);
+  resolved_ = detail::resolved_sidecar(sidecar_);
+  const std::filesystem::path lock_path = lock_path_for(resolved_);
+  detail::Directory dir;
+  std::string name;
+  int e = detail::open_parent(resolved_, dir, name);
+  detail::unique_fd fd;
+  if (e == 0) {
+    e = dir.open_file(name + ".lock", O_RDWR | O_CREAT, modes.file, fd);
+  }
+  if (e != 0) {
+    throw persist_error(
+        sidecar_,
+        detail::step_text("create the lock file '" + lock_path.string() + "'", lock_path, e),
+        detail::errno_code(e));
   }
   int result = 0;
   do {
@@ -76,12 +90,15 @@ SidecarLock::SidecarLock(std::filesystem::path sidecar) : sidecar_(std::move(sid
 SidecarLock::~SidecarLock() { unlock(); }
 
 SidecarLock::SidecarLock(SidecarLock&& other) noexcept
-    : sidecar_(std::move(other.sidecar_)), fd_(std::exchange(other.fd_, -1)) {}
+    : sidecar_(std::move(other.sidecar_)),
+      resolved_(std::move(other.resolved_)),
+      fd_(std::exchange(other.fd_, -1)) {}
 
 SidecarLock& SidecarLock::operator=(SidecarLock&& other) noexcept {
   if (this != &other) {
     unlock();
     sidecar_ = std::move(other.sidecar_);
+    resolved_ = std::move(other.resolved_);
     fd_ = std::exchange(other.fd_, -1);
   }
   return *this;

@@ -1539,3 +1539,161 @@ TEST_CASE_TEMPLATE("durable: an unknown write outcome makes the machine unusable
     CHECK(again.epoch() == 3);
   }
 }
+
+TEST_CASE("durable: links planted at the lock or journal names are refused, targets untouched") {
+  for (const char* planted : {"doc.json.lock", "doc.json.journal"}) {
+    INFO("link at " << planted);
+    ScratchDir dir;
+    persist_test::plant_link(dir / planted, dir / "victim.txt");
+    trellis::Context ctx;
+    try {
+      Counter m(ctx, dir / "doc.json", 0, step, {.journal = true});
+      FAIL("a link inside the directory was followed");
+    } catch (const trellis::error& e) {
+      const bool typed = dynamic_cast<const trellis::persist_error*>(&e) != nullptr ||
+                         dynamic_cast<const trellis::recovery_error*>(&e) != nullptr;
+      CHECK(typed);
+      CHECK(std::string(e.what()).find("symbolic link") != std::string::npos);
+    }
+    CHECK(read_bytes(dir / "victim.txt") == "precious");
+    CHECK(fs::is_symlink(dir / planted));
+  }
+}
+
+TEST_CASE("durable: the same sidecar through a symlinked directory or file name has one owner") {
+  ScratchDir dir;
+  fs::create_directory(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "alias-dir");
+  trellis::Context ctx;
+  Counter owner(ctx, dir / "real" / "doc.json", 0, step);
+  REQUIRE(owner.send(1) == SendResult::Transitioned);
+  fs::create_symlink(dir / "real" / "doc.json", dir / "alias.json");
+  CHECK_THROWS_AS(Counter(ctx, dir / "alias-dir" / "doc.json", 0, step), trellis::sidecar_locked);
+  CHECK_THROWS_AS(Counter(ctx, dir / "alias.json", 0, step, {.name = "doc"}),
+                  trellis::sidecar_locked);
+}
+
+TEST_CASE("durable: a sidecar opened through a symlinked file name keeps the link") {
+  ScratchDir dir;
+  fs::create_directory(dir / "real");
+  write_bytes(dir / "real" / "doc.json", "");
+  fs::remove(dir / "real" / "doc.json");
+  fs::create_symlink(dir / "real" / "doc.json", dir / "alias.json");
+  trellis::Context ctx;
+  {
+    Counter m(ctx, dir / "alias.json", 0, step,
+              {.name = "doc", .journal = true, .compact_every = 1});
+    REQUIRE(m.send(2) == SendResult::Transitioned);
+  }
+  CHECK(fs::is_symlink(dir / "alias.json"));
+  CHECK(trellis::load_sidecar(dir / "real" / "doc.json", "doc")->state == json(2));
+  CHECK(fs::exists(dir / "real" / "doc.json.lock"));
+  CHECK_FALSE(fs::exists(dir / "alias.json.lock"));
+  CHECK_FALSE(fs::exists(dir / "alias.json.journal"));
+}
+
+TEST_CASE("durable: a user's file named like a temporary survives opening") {
+  ScratchDir dir;
+  write_bytes(dir / "state.json.tmp-backup", "the user's");
+  write_bytes(dir / "state.json.journal.tmp-backup", "the user's too");
+  trellis::Context ctx;
+  Counter m(ctx, dir / "state.json", 0, step, {.journal = true});
+  CHECK(m.recovery().temps_removed == 0);
+  CHECK(read_bytes(dir / "state.json.tmp-backup") == "the user's");
+  CHECK(read_bytes(dir / "state.json.journal.tmp-backup") == "the user's too");
+}
+
+TEST_CASE("durable: an empty path is refused and creates nothing") {
+  ScratchDir dir;
+  persist_test::CwdScope cwd(dir.path());
+  trellis::Context ctx;
+  CHECK_THROWS_AS(Counter(ctx, fs::path(), 0, step), trellis::invalid_option);
+  CHECK_THROWS_AS(Counter(ctx, "", 0, step, {.journal = true}), trellis::invalid_option);
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("durable: file_mode is applied exactly to every file, whatever the umask") {
+  ScratchDir dir;
+  trellis::Context ctx;
+  {
+    persist_test::UmaskScope open_mask(0);
+    Counter m(ctx, dir / "a.json", 0, step, {.journal = true, .compact_every = 1});
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    for (const char* name : {"a.json", "a.json.lock", "a.json.journal"}) {
+      INFO(name);
+      CHECK(persist_test::mode_of(dir / name) == 0600);
+    }
+  }
+  {
+    persist_test::UmaskScope strict_mask(077);
+    Counter m(ctx, dir / "b.json", 0, step,
+              {.journal = true, .compact_every = 1, .file_mode = 0640});
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    for (const char* name : {"b.json", "b.json.lock", "b.json.journal"}) {
+      INFO(name);
+      CHECK(persist_test::mode_of(dir / name) == 0640);
+    }
+  }
+  CHECK_THROWS_AS(Counter(ctx, dir / "c.json", 0, step, {.file_mode = 0666}),
+                  trellis::invalid_option);
+  for (const std::string& name : dir.names()) CHECK(!name.starts_with("c.json"));
+}
+
+TEST_CASE("durable: a complete journal line with a bad checksum is refused, bytes unchanged") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  trellis::Context ctx;
+  {
+    Counter m(ctx, file, 0, step, {.journal = true});
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+    REQUIRE(m.send(2) == SendResult::Transitioned);
+  }
+  std::string bytes = read_bytes(journal);
+  const std::size_t last = bytes.rfind("\"to\":3");
+  REQUIRE(last != std::string::npos);
+  bytes.replace(last, 6, "\"to\":9");
+  write_bytes(journal, bytes);
+  CHECK_THROWS_AS(Counter(ctx, file, 0, step, {.journal = true}), trellis::recovery_error);
+  CHECK(read_bytes(journal) == bytes);
+
+  // An unterminated last line is still a torn write, and cut.
+  const std::string torn = bytes.substr(0, bytes.rfind('\n', bytes.size() - 2) + 1) + "{\"epo";
+  write_bytes(journal, torn);
+  Counter m(ctx, file, 0, step, {.journal = true});
+  CHECK(m.state() == 1);
+  CHECK(m.recovery().torn_tail.has_value());
+  CHECK(read_bytes(journal) == torn.substr(0, torn.size() - 5));
+}
+
+TEST_CASE("durable: quarantine moves the sidecar and its journal aside together") {
+  ScratchDir dir;
+  const fs::path file = dir / "doc.json";
+  const fs::path journal = trellis::journal_path_for(file);
+  trellis::Context ctx;
+  {
+    Counter m(ctx, file, 0, step, {.journal = true, .compact_every = 2});
+    for (int i = 0; i < 3; ++i) REQUIRE(m.send(1) == SendResult::Transitioned);
+  }
+  // The sidecar is fine, the journal is corrupt (a line in the middle).
+  const std::string sidecar_bytes = read_bytes(file);
+  const std::string journal_bytes = "not json\n" + read_bytes(journal);
+  write_bytes(journal, journal_bytes);
+  {
+    Counter m(ctx, file, 7, step, {.on_corrupt = OnCorrupt::quarantine, .journal = true});
+    CHECK(m.state() == 7);
+    CHECK(m.epoch() == 0);
+    const auto& report = m.recovery();
+    REQUIRE(report.quarantined_to.has_value());
+    REQUIRE(report.journal_quarantined_to.has_value());
+    CHECK(read_bytes(*report.quarantined_to) == sidecar_bytes);
+    CHECK(read_bytes(*report.journal_quarantined_to) == journal_bytes);
+    const std::string suffix =
+        report.quarantined_to->filename().string().substr(std::string("doc.json").size());
+    CHECK(suffix.starts_with(".corrupt-"));
+    CHECK(report.journal_quarantined_to->filename().string() == "doc.json.journal" + suffix);
+    REQUIRE(m.send(1) == SendResult::Transitioned);
+  }
+  Counter again(ctx, file, 0, step, {.journal = true});
+  CHECK(again.state() == 8);
+}

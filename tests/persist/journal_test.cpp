@@ -26,6 +26,7 @@ using persist_test::read_bytes;
 using persist_test::ScratchDir;
 using persist_test::write_bytes;
 using reason = trellis::recovery_error::reason;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -130,18 +131,63 @@ TEST_CASE("journal: a last line without its newline is ignored and reported") {
   CHECK(read_bytes(file) == bytes);
 }
 
-TEST_CASE("journal: a whole last line with a bad checksum is ignored and reported") {
+TEST_CASE("journal: a complete last line with a bad checksum is corruption, bytes unchanged") {
   ScratchDir dir;
   const auto file = dir / "m.json.journal";
   std::string third = trellis::encode_journal_line(entry(3));
   third.replace(third.find("\"step\":3"), 8, "\"step\":4");
-  write_bytes(file, lines({1, 2}) + third);
+  const std::string bytes = lines({1, 2}) + third;
+  write_bytes(file, bytes);
 
-  const auto contents = trellis::read_journal(file);
-  CHECK(contents.entries.size() == 2);
-  REQUIRE(contents.torn.has_value());
-  CHECK(contents.torn->line == 3);
-  CHECK(contents.torn->reason.find("bad checksum") != std::string::npos);
+  try {
+    (void)trellis::read_journal(file);
+    FAIL("a complete line with a bad checksum was taken for a torn write");
+  } catch (const trellis::recovery_error& e) {
+    CHECK(e.why() == reason::bad_checksum);
+    CHECK(std::string(e.what()).find("line 3: bad checksum") != std::string::npos);
+  }
+  CHECK(read_bytes(file) == bytes);
+}
+
+TEST_CASE("journal: a symbolic link at the journal's name is refused, its target untouched") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  const auto victim = dir / "victim.txt";
+  persist_test::plant_link(file, victim);
+  CHECK_THROWS_WITH_AS((void)trellis::read_journal(file), doctest::Contains("symbolic link"),
+                       trellis::recovery_error);
+  CHECK_THROWS_WITH_AS(trellis::Journal{file}, doctest::Contains("symbolic link"),
+                       trellis::persist_error);
+  CHECK(read_bytes(victim) == "precious");
+  CHECK(fs::is_symlink(file));
+}
+
+TEST_CASE("journal: files are created with exactly the file mode, whatever the umask") {
+  ScratchDir dir;
+  {
+    persist_test::UmaskScope open_mask(0);
+    trellis::Journal journal(dir / "a.json.journal");
+    CHECK(persist_test::mode_of(dir / "a.json.journal") == 0600);
+  }
+  persist_test::UmaskScope strict_mask(077);
+  trellis::Journal journal(dir / "b.json.journal", 0640);
+  CHECK(persist_test::mode_of(dir / "b.json.journal") == 0640);
+  journal.append(entry(1));
+  journal.reset();  // the fresh empty file too
+  CHECK(persist_test::mode_of(dir / "b.json.journal") == 0640);
+  CHECK_THROWS_AS(trellis::Journal(dir / "c.json.journal", 0666), trellis::invalid_option);
+  CHECK_FALSE(fs::exists(dir / "c.json.journal"));
+}
+
+TEST_CASE("journal: remove_journal_temps removes only trellis's own temporaries") {
+  ScratchDir dir;
+  const auto file = dir / "m.json.journal";
+  write_bytes(dir / "m.json.journal.tmp-trellis-0123456789abcdef", "");
+  write_bytes(dir / "m.json.journal.tmp-backup", "user's");
+  write_bytes(dir / "m.json.journal.tmp-123-0", "an earlier version's: left alone");
+  CHECK(trellis::remove_journal_temps(file) == 1);
+  CHECK(dir.names() ==
+        std::set<std::string>{"m.json.journal.tmp-backup", "m.json.journal.tmp-123-0"});
 }
 
 TEST_CASE("journal: a corrupt line in the middle is an error naming the line") {

@@ -88,3 +88,47 @@ TEST_CASE("sidecar_lock: a missing directory is a persist_error naming the sidec
   CHECK_THROWS_WITH_AS(trellis::SidecarLock{file}, doctest::Contains(file.c_str()),
                        trellis::persist_error);
 }
+
+TEST_CASE(
+    "sidecar_lock: a symbolic link at the lock file's name is refused, its target untouched") {
+  ScratchDir dir;
+  const auto file = dir / "doc-42.json";
+  persist_test::plant_link(dir / "doc-42.json.lock", dir / "victim.txt");
+  CHECK_THROWS_WITH_AS(trellis::SidecarLock{file}, doctest::Contains("symbolic link"),
+                       trellis::persist_error);
+  CHECK(persist_test::read_bytes(dir / "victim.txt") == "precious");
+}
+
+TEST_CASE("sidecar_lock: every alias of one sidecar meets the same lock") {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "real");
+  const auto file = dir / "real" / "doc-42.json";
+  persist_test::write_bytes(file, "{}");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "alias-dir");
+  std::filesystem::create_symlink(file, dir / "alias.json");
+  trellis::SidecarLock first(file);
+  CHECK_THROWS_AS(trellis::SidecarLock{dir / "alias-dir" / "doc-42.json"}, trellis::sidecar_locked);
+  CHECK_THROWS_AS(trellis::SidecarLock{dir / "alias.json"}, trellis::sidecar_locked);
+  CHECK_FALSE(std::filesystem::exists(dir / "alias.json.lock"));
+}
+
+TEST_CASE("sidecar_lock: an empty path is refused, creating nothing") {
+  ScratchDir dir;
+  persist_test::CwdScope cwd(dir.path());
+  CHECK_THROWS_AS(trellis::SidecarLock{std::filesystem::path()}, trellis::invalid_option);
+  CHECK(dir.names().empty());
+}
+
+TEST_CASE("sidecar_lock: the lock file gets exactly the file mode, whatever the umask") {
+  ScratchDir dir;
+  {
+    persist_test::UmaskScope open_mask(0);
+    trellis::SidecarLock lock(dir / "a.json");
+    CHECK(persist_test::mode_of(dir / "a.json.lock") == 0600);
+  }
+  persist_test::UmaskScope strict_mask(077);
+  trellis::SidecarLock lock(dir / "b.json", 0640);
+  CHECK(persist_test::mode_of(dir / "b.json.lock") == 0640);
+  CHECK_THROWS_AS(trellis::SidecarLock(dir / "c.json", 0666), trellis::invalid_option);
+  CHECK_FALSE(std::filesystem::exists(dir / "c.json.lock"));
+}

@@ -91,6 +91,39 @@ inline unsigned mode_of(const fs::path& file) {
   return info.st_mode & 07777;
 }
 
+/// Sets the umask for a scope.
+class UmaskScope {
+ public:
+  explicit UmaskScope(mode_t mask) : old_(::umask(mask)) {}
+  ~UmaskScope() { ::umask(old_); }
+  UmaskScope(const UmaskScope&) = delete;
+  UmaskScope& operator=(const UmaskScope&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+/// Makes `dir` the working directory for a scope.
+class CwdScope {
+ public:
+  explicit CwdScope(const fs::path& dir) : old_(fs::current_path()) { fs::current_path(dir); }
+  ~CwdScope() {
+    std::error_code ec;
+    fs::current_path(old_, ec);
+  }
+  CwdScope(const CwdScope&) = delete;
+  CwdScope& operator=(const CwdScope&) = delete;
+
+ private:
+  fs::path old_;
+};
+
+/// Plants a symbolic link at `link` to a file `victim` holding "precious".
+inline void plant_link(const fs::path& link, const fs::path& victim) {
+  write_bytes(victim, "precious");
+  fs::create_symlink(victim, link);
+}
+
 /// Root ignores file permissions, so permission-based cases cannot fail as they should.
 inline bool running_as_root() { return ::geteuid() == 0; }
 

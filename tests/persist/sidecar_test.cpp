@@ -490,12 +490,45 @@ TEST_CASE("sidecar: a kill at any write boundary leaves the old or the new sidec
 TEST_CASE("sidecar: remove_sidecar_temps removes only this sidecar's temporary files") {
   ScratchDir dir;
   const auto file = dir / "doc-42.json";
-  write_bytes(dir / "doc-42.json.tmp-123-0", "partial");
-  write_bytes(dir / "doc-42.json.tmp-456-9", "");
-  write_bytes(dir / "doc-43.json.tmp-123-0", "someone else's");
+  write_bytes(dir / "doc-42.json.tmp-trellis-0123456789abcdef", "partial");
+  write_bytes(dir / "doc-42.json.tmp-trellis-fedcba9876543210", "");
+  write_bytes(dir / "doc-43.json.tmp-trellis-0123456789abcdef", "someone else's");
+  write_bytes(dir / "doc-42.json.tmp-backup", "the user's");
+  write_bytes(dir / "doc-42.json.tmp-123-0", "an earlier version's: left alone");
   write_bytes(file, "x");
   CHECK(trellis::remove_sidecar_temps(file) == 2);
-  CHECK(dir.names() == std::set<std::string>{"doc-42.json", "doc-43.json.tmp-123-0"});
+  CHECK(dir.names() == std::set<std::string>{"doc-42.json", "doc-42.json.tmp-123-0",
+                                             "doc-42.json.tmp-backup",
+                                             "doc-43.json.tmp-trellis-0123456789abcdef"});
+  CHECK(read_bytes(dir / "doc-42.json.tmp-backup") == "the user's");
+}
+
+TEST_CASE("sidecar: a sidecar path through symbolic links writes the file they point at") {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "real");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "alias-dir");
+  const trellis::SidecarRecord record{"m", 1, 1, nlohmann::json(5), "2024-05-01T12:00:00.000Z"};
+  trellis::store_sidecar(dir / "alias-dir" / "m.json", record);
+  std::filesystem::create_symlink(dir / "real" / "m.json", dir / "alias.json");
+  trellis::store_sidecar(dir / "alias.json", record);
+  CHECK(std::filesystem::is_symlink(dir / "alias.json"));  // still a link to the sidecar
+  CHECK(trellis::load_sidecar(dir / "alias.json", "m") == record);
+  CHECK(trellis::load_sidecar(dir / "real" / "m.json", "m") == record);
+}
+
+TEST_CASE("sidecar: store_sidecar creates exactly the file mode, whatever the umask") {
+  ScratchDir dir;
+  const trellis::SidecarRecord record{"m", 1, 1, nlohmann::json(5), "2024-05-01T12:00:00.000Z"};
+  {
+    persist_test::UmaskScope open_mask(0);
+    trellis::store_sidecar(dir / "a.json", record);
+    CHECK(persist_test::mode_of(dir / "a.json") == 0600);
+  }
+  persist_test::UmaskScope strict_mask(077);
+  trellis::store_sidecar(dir / "b.json", record, 0640);
+  CHECK(persist_test::mode_of(dir / "b.json") == 0640);
+  CHECK_THROWS_AS(trellis::store_sidecar(dir / "c.json", record, 0666), trellis::invalid_option);
+  CHECK(dir.names() == std::set<std::string>{"a.json", "b.json"});
 }
 
 TEST_CASE("sidecar: quarantine renames the file aside, uniquely, and never deletes") {

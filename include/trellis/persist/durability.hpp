@@ -2,6 +2,8 @@
 /// @file
 /// The options of a durable machine, and what it reports about persistence.
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +25,8 @@ enum class Durability {
 /// What to do with a sidecar that cannot be read at startup.
 enum class OnCorrupt {
   fail,        ///< raise recovery_error, touch nothing (the default)
-  quarantine,  ///< rename it to "<file>.corrupt-<timestamp>" and start from the initial state
+  quarantine,  ///< rename it (and its journal, both or neither) to "<file>.corrupt-<timestamp>"
+               ///< and start from the initial state
 };
 
 /// The options of a DurableStateMachine (designated initializers welcome).
@@ -42,6 +45,11 @@ struct DurableOptions {
   /// group and async write the sidecar).
   bool journal = false;
   std::size_t compact_every = 1024;
+  /// The permissions of every file the machine creates (sidecar, journal, lock, temporaries),
+  /// applied exactly whatever the umask. To share with a group: 0640 (or 0660). A mode that
+  /// lets others write, or that the owner cannot read and write, is refused by the
+  /// constructor (invalid_option). Files that exist already keep their mode until rewritten.
+  mode_t file_mode = 0600;
 };
 
 /// A lifecycle event of a durable machine (on its events() bus).
@@ -65,7 +73,8 @@ struct RecoveryReport {
   bool from_sidecar = false;  ///< a sidecar was read (else: the initial state)
   std::uint64_t epoch = 0;    ///< the epoch the machine starts at
   std::size_t journal_replayed = 0;
-  std::optional<std::filesystem::path> quarantined_to;
+  std::optional<std::filesystem::path> quarantined_to;          ///< where the sidecar went
+  std::optional<std::filesystem::path> journal_quarantined_to;  ///< where its journal went
   std::string quarantine_reason = {};
   std::optional<std::string> torn_tail;  ///< why the journal's last line was ignored
   std::size_t temps_removed = 0;         ///< temporary files a crashed write left behind

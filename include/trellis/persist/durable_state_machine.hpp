@@ -8,7 +8,17 @@
 /// file. From then on every accepted transition is persisted from the transition path itself
 /// (never by re-reading the file): see Durability for when. A sidecar that cannot be read
 /// raises recovery_error naming the file and the reason and is left untouched, unless
-/// `on_corrupt = quarantine` renames it aside.
+/// `on_corrupt = quarantine` renames it aside (with its journal: when either the sidecar or the
+/// journal cannot be trusted, both go aside under the same ".corrupt-<timestamp>" suffix, or,
+/// if one cannot be moved, neither, and the constructor throws persist_error).
+///
+/// Files: the path may go through symbolic links; it is resolved once, at construction, and
+/// the lock ("<resolved>.lock"), the journal and the temporaries are named after the resolved
+/// path and opened in its directory without following links (a link planted at one of those
+/// names is refused with persist_error or recovery_error, its target untouched). So every
+/// alias of one sidecar meets the same lock, and path() is the resolved path. Everything the
+/// machine creates gets exactly `DurableOptions::file_mode` (0600 by default), whatever the
+/// umask. An empty path is refused (invalid_option) before anything is created.
 ///
 /// It works on a Context (sync, async) or a ThreadSafeContext (also group), with the same API
 /// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S is
@@ -80,8 +90,13 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
     if (options.durability == Durability::group && !g->shared())
       throw error("trellis: Durability::group needs a ThreadSafeContext (machine '" +
                   path.string() + "')");
+    if (path.empty())
+      throw invalid_option("trellis: DurableStateMachine: the sidecar path is empty");
     std::string name = options.name.empty() ? path.stem().string() : options.name;
-    SidecarLock lock(path);
+    // The lock checks file_mode, and resolves the path once: every alias of the sidecar meets
+    // the same lock, and the sidecar, journal and temporaries are named after that path.
+    SidecarLock lock(path, options.file_mode);
+    path = lock.resolved_path();
     detail::Recovered<S> found = recover(path, name, options, std::move(initial));
     auto durable = ctx.cell(found.epoch);
     durable_through_.emplace(ctx.signal([durable] { return durable.get(); }));
@@ -130,21 +145,40 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
  private:
   detail::Recovered<S> recover(const std::filesystem::path& path, const std::string& name,
                                const DurableOptions& options, S initial) {
-    detail::Recovered<S> found{std::move(initial), 0, std::nullopt};
+    detail::Recovered<S> found{initial, 0, std::nullopt};
     report_.temps_removed = remove_sidecar_temps(path);
     if (options.journal) report_.temps_removed += remove_journal_temps(journal_path_for(path));
+    std::optional<JournalContents> contents;
     try {
       if (std::optional<SidecarRecord> record = load_sidecar(path, name)) {
         found.state = decode_state(path, *record, options);
         found.epoch = record->epoch;
         report_.from_sidecar = true;
       }
+      if (options.journal) {
+        contents = read_journal(journal_path_for(path));
+        replay_journal(journal_path_for(path), *contents, found);
+      }
     } catch (const recovery_error& e) {
       if (options.on_corrupt != OnCorrupt::quarantine) throw;
-      report_.quarantined_to = quarantine_sidecar(path);
+      // The sidecar and its journal are one record: both go aside, or neither.
+      const Quarantined moved = quarantine_sidecar_and_journal(path, options.journal);
+      report_.quarantined_to = moved.sidecar;
+      report_.journal_quarantined_to = moved.journal;
       report_.quarantine_reason = e.what();
+      report_.from_sidecar = false;
+      report_.journal_replayed = 0;
+      found = detail::Recovered<S>{std::move(initial), 0, std::nullopt};
+      contents.reset();
     }
-    if (options.journal) replay_journal(path, options, found);
+    if (options.journal) {
+      found.journal.emplace(journal_path_for(path), options.file_mode);
+      if (contents && contents->torn) {
+        found.journal->truncate(contents->valid_size);
+        report_.torn_tail =
+            "line " + std::to_string(contents->torn->line) + ": " + contents->torn->reason;
+      }
+    }
     report_.epoch = found.epoch;
     return found;
   }
@@ -177,10 +211,8 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
     }
   }
 
-  void replay_journal(const std::filesystem::path& path, const DurableOptions&,
+  void replay_journal(const std::filesystem::path& file, const JournalContents& contents,
                       detail::Recovered<S>& found) {
-    const std::filesystem::path file = journal_path_for(path);
-    JournalContents contents = read_journal(file);
     for (const JournalEntry& entry : contents.entries) {
       if (entry.epoch <= found.epoch) continue;  // already compacted into the sidecar
       if (entry.epoch != found.epoch + 1)
@@ -190,12 +222,6 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
       found.state = decode(file, entry.to, "a journal line's state");
       found.epoch = entry.epoch;
       ++report_.journal_replayed;
-    }
-    found.journal.emplace(file);
-    if (contents.torn) {
-      found.journal->truncate(contents.valid_size);
-      report_.torn_tail =
-          "line " + std::to_string(contents.torn->line) + ": " + contents.torn->reason;
     }
   }
 

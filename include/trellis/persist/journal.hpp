@@ -10,13 +10,23 @@
 ///
 /// where the checksum is SHA-256 over the canonical dump of the other members (the object of
 /// epoch, event, from and to, printed by nlohmann::json::dump(): sorted keys, no spaces).
-/// Epochs strictly increase down the file. A crash mid-append can only damage the last line:
-/// `read_journal` ignores and reports such a torn tail; damage anywhere else is an error.
+/// Epochs strictly increase down the file. A line is acknowledged only after its one write(2),
+/// newline included, returned: a crash mid-append can only leave an unterminated last line,
+/// which `read_journal` ignores and reports as a torn tail. A complete line that does not
+/// decode (a bad checksum included), wherever it is, the last line too, is corruption: an
+/// error, the file left as it is.
+///
+/// The journal and its temporaries are opened relative to their (resolved) directory without
+/// following a link: a symbolic link planted at "<sidecar>.journal" or at a temporary's name is
+/// refused (recovery_error when reading, persist_error when writing), its target untouched.
 /// Recovery is the sidecar plus the journal lines whose epoch is past the sidecar's; after
 /// the owner compacts the journal into the sidecar it calls `Journal::reset()`.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +34,10 @@
 #include <nlohmann/json.hpp>
 
 namespace trellis {
+
+namespace detail {
+class Directory;
+}  // namespace detail
 
 /// One accepted transition.
 struct JournalEntry {
@@ -43,35 +57,38 @@ std::filesystem::path journal_path_for(const std::filesystem::path& sidecar);
 /// nests deeper than `max_json_depth` counted from the line's top level.
 std::string encode_journal_line(const JournalEntry& entry);
 
-/// A last line that a crash cut short (or garbled) and that `read_journal` ignored.
+/// An unterminated last line (an append a crash cut short) that `read_journal` ignored.
 struct TornTail {
   std::size_t line = 0;      ///< 1-based line number
   std::uint64_t offset = 0;  ///< where the torn line starts (= the valid size of the file)
-  std::string reason;        ///< e.g. "no trailing newline", "bad checksum"
+  std::string reason;        ///< "no trailing newline"
 };
 
 /// What `read_journal` found.
 struct JournalContents {
   std::vector<JournalEntry> entries;  ///< every intact line, in file order
-  std::optional<TornTail> torn;       ///< set when the last line was ignored
+  std::optional<TornTail> torn;       ///< set when an unterminated last line was ignored
   std::uint64_t valid_size = 0;       ///< bytes up to the end of the last intact line
 };
 
 /// Reads the journal at `path` (not the sidecar's path: see `journal_path_for`). No file: no
-/// entries. A torn last line is ignored and reported in `torn`; a corrupt line before the last,
-/// epochs that do not strictly increase, a directory at the path or an unreadable file raise
+/// entries. An unterminated last line is ignored and reported in `torn`; a complete line that
+/// does not decode (the last one included), epochs that do not strictly increase, a symbolic
+/// link at the path, a directory at the path or an unreadable file raise
 /// recovery_error naming the file and the line number. Never modifies the file.
 JournalContents read_journal(const std::filesystem::path& path);
 
-/// The appending end of a journal: one open descriptor, O_APPEND, lines created 0600.
+/// The appending end of a journal: one open descriptor, O_APPEND, the file created with
+/// exactly `file_mode` (0600 by default) whatever the umask.
 /// Not thread-safe; the machine serializes its appends.
 class Journal {
  public:
-  /// Opens (creating if needed, 0600) the journal at `path` and fsyncs its directory so the
-  /// file itself survives a crash. Throws persist_error. The owner should hold the sidecar's
-  /// SidecarLock, and cut a torn tail reported by read_journal (`truncate(valid_size)`)
-  /// before appending.
-  explicit Journal(std::filesystem::path path);
+  /// Opens (creating if needed, with exactly `file_mode`) the journal at `path` and fsyncs its
+  /// directory so the file itself survives a crash. Throws persist_error (a symbolic link at
+  /// `path` is refused, not followed), invalid_option for a mode that lets others write. The owner
+  /// should hold the sidecar's SidecarLock, and cut a torn tail reported by read_journal
+  /// (`truncate(valid_size)`) before appending.
+  explicit Journal(std::filesystem::path path, mode_t file_mode = 0600);
   ~Journal();
   Journal(Journal&& other) noexcept;
   Journal& operator=(Journal&& other) noexcept;
@@ -90,7 +107,8 @@ class Journal {
   void truncate(std::uint64_t size);
 
   /// Empties the journal (after its entries were compacted into the sidecar) by putting a
-  /// fresh empty file in its place: create "<journal>.tmp-<pid>-<n>", fsync it, rename it over
+  /// fresh empty file in its place: create "<journal>.tmp-trellis-<16 hex digits>"
+  /// (O_EXCL, O_NOFOLLOW, the journal's mode), fsync it, rename it over
   /// the journal, fsync the directory. A failure before the rename leaves the journal as it
   /// was (and appendable) and throws persist_error. If only the directory fsync fails, the
   /// new empty file is in place and appended to, and persist_error is thrown; either file is
@@ -106,6 +124,8 @@ class Journal {
 
  private:
   std::filesystem::path path_;
+  mode_t mode_ = 0600;
+  std::unique_ptr<detail::Directory> dir_;  // the journal's directory, resolved once
   int fd_ = -1;
   std::uint64_t size_ = 0;
   bool broken_ = false;
@@ -113,8 +133,9 @@ class Journal {
 };
 
 /// Removes the temporary files `Journal::reset` left beside the journal `journal` when its
-/// process died before renaming them; returns how many. Call it only while holding the
-/// sidecar's SidecarLock.
+/// process died before renaming them ("<journal>.tmp-trellis-<16 hex digits>" only; the
+/// "<journal>.tmp-<pid>-<n>" files of earlier versions are left alone); returns how many. Call it
+/// only while holding the sidecar's SidecarLock.
 std::size_t remove_journal_temps(const std::filesystem::path& journal);
 
 }  // namespace trellis

@@ -18,6 +18,14 @@
 /// `load_sidecar` never modifies it; a file that cannot be trusted raises
 /// `trellis::recovery_error` with the reason, and `quarantine_sidecar` moves it aside.
 /// None of these take the lock: an owner holds a `SidecarLock` while it writes.
+///
+/// Paths: the sidecar's path may go through symbolic links (its directory, or the file name
+/// itself: writes then replace the link's target, so the link keeps pointing at the sidecar).
+/// Every other file beside it (temporaries, the journal, the lock) is opened relative to the
+/// resolved directory without following a link; a link planted at one of those names is
+/// refused, never followed.
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
@@ -71,29 +79,45 @@ SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_m
 
 /// Reads the sidecar at `path` for machine `expected_machine` (empty: any machine).
 /// nullopt when there is no file there (ENOENT, including a missing parent directory);
-/// recovery_error for anything that is not a valid sidecar of that machine, for a directory or
-/// other non-regular file at the path, and for a file that cannot be read. Never modifies the
-/// file.
+/// recovery_error for a dangling symbolic link at the path, for anything that is not a valid
+/// sidecar of that machine, for a directory or other non-regular file at the path, and for a file
+/// that cannot be read. Never modifies the file.
 std::optional<SidecarRecord> load_sidecar(const std::filesystem::path& path,
                                           std::string_view expected_machine);
 
-/// Atomically replaces the sidecar at `path` with `record`: a temporary file in the same
-/// directory (O_CREAT|O_EXCL, mode 0600), write, fsync, rename over `path`, fsync of the
-/// directory. A state that cannot be written as it is raises unwritable_value before
-/// anything is written. On failure up to the rename, the temporary file is removed, `path` is
-/// untouched and persist_error names the file, the step and the system error. A failure after
-/// the rename (the directory fsync) throws persist_outcome_unknown, a persist_error: `path`
-/// then already holds `record`, but whether it survives a crash is unknown, so the caller can
-/// neither acknowledge it nor call it refused.
-void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record);
+/// Atomically replaces the sidecar at `path` with `record`: a temporary file
+/// "<path>.tmp-trellis-<16 hex digits>" in the same directory (O_CREAT|O_EXCL|O_NOFOLLOW,
+/// exactly `file_mode` whatever the umask; invalid_option for a mode that lets others write),
+/// write, fsync, rename over `path`, fsync of the directory. A state that cannot be written as it
+/// is raises unwritable_value before anything is written. On failure up to the rename, the
+/// temporary file is removed, `path` is untouched and persist_error names the file, the step and
+/// the system error. A failure after the rename (the directory fsync) throws
+/// persist_outcome_unknown, a persist_error: `path` then already holds `record`, but whether it
+/// survives a crash is unknown, so the caller can neither acknowledge it nor call it refused.
+void store_sidecar(const std::filesystem::path& path, const SidecarRecord& record,
+                   mode_t file_mode = 0600);
 
 /// Removes temporary files that `store_sidecar` left beside `path` when its process died
-/// mid-write; returns how many. Call it only while holding the SidecarLock of `path`.
+/// mid-write ("<path>.tmp-trellis-<16 hex digits>" regular files: only names trellis makes,
+/// never a user's "<path>.tmp-backup"; the "<path>.tmp-<pid>-<n>" files of earlier versions
+/// are left alone too); returns how many. Call it only while holding the SidecarLock of `path`.
 std::size_t remove_sidecar_temps(const std::filesystem::path& path);
 
 /// Renames the file at `path` to "<path>.corrupt-<UTC timestamp>" (adding "-2", "-3", ... if
 /// that name is taken; never replacing or deleting anything), fsyncs the directory and returns
 /// the new path. Throws persist_error if the rename fails.
 std::filesystem::path quarantine_sidecar(const std::filesystem::path& path);
+
+/// Where `quarantine_sidecar_and_journal` moved the files (nullopt: that file was not there).
+struct Quarantined {
+  std::optional<std::filesystem::path> sidecar;
+  std::optional<std::filesystem::path> journal;
+};
+
+/// Moves the sidecar at `path` and (with `journal`) its journal "<path>.journal" aside
+/// together, under the same suffix ".corrupt-<UTC timestamp>[-N]", each only if present:
+/// both or neither (if the second rename fails, the first is moved back and persist_error is
+/// thrown). Never replaces or deletes anything; fsyncs the directory.
+Quarantined quarantine_sidecar_and_journal(const std::filesystem::path& path, bool journal);
 
 }  // namespace trellis

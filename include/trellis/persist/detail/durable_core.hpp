@@ -228,7 +228,8 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
 
   void write_state(const S& s, std::uint64_t epoch) {
     store_sidecar(
-        path_, SidecarRecord{name_, epoch, options_.schema_version, state_json(s), iso8601_utc()});
+        path_, SidecarRecord{name_, epoch, options_.schema_version, state_json(s), iso8601_utc()},
+        options_.file_mode);
   }
 
   void emit(PersistEvent::Kind kind, std::uint64_t epoch, std::string detail = {}) noexcept {
