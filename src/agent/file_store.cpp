@@ -91,8 +91,14 @@ bool valid_run_id(std::string_view id) {
 bool open_run_directory(const Directory& root, const Modes& modes, std::string_view id,
                         const fs::path& shown, bool create, bool sync, Directory& out) {
   for (int attempt = 0;; ++attempt) {
-    const int err = root.open_directory(id, out);
+    int err = root.open_directory(id, out);
     if (err == 0) return true;
+    if (err == ENOTDIR) {  // O_DIRECTORY | O_NOFOLLOW says ENOTDIR for a link: name it
+      struct stat st {};
+      if (::fstatat(root.fd(), std::string(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode))
+        err = ELOOP;
+    }
     if (err != ENOENT) fail(shown, "open the run directory", err);
     if (!create) return false;
     const int made = root.make_directory(id, modes.directory);
