@@ -484,7 +484,7 @@ std::map<std::string, HeldLease, std::less<>>& held_leases() {
 }
 
 // Throws run_busy unless `lease` (unless empty: the no-token overloads, for which a flock
-// lease of this object cannot have been lost) holds the lease of run `run_id` in `dir`.
+// lease of this object cannot have been lost) holds the lease of run `run_id` in the store `root`.
 void check_lease(const std::string& run_id, const Directory& root, const LeaseToken& lease) {
   if (lease.empty()) return;
   if (lease.run_id != run_id)
