@@ -24,6 +24,8 @@
 #include <cstring>
 #include <utility>
 
+#include "../io/directory.hpp"
+#include "../io/line_log.hpp"
 #include "../persist/checksum.hpp"
 #include "../persist/file_io.hpp"
 #include "../persist/json_text.hpp"
@@ -36,12 +38,13 @@
 namespace trellis::agent {
 
 namespace fs = std::filesystem;
+using trellis::detail::Directory;
+using trellis::detail::Modes;
 using trellis::detail::unique_fd;
 
 namespace {
 
 constexpr const char* kJournal = "journal.jsonl";
-constexpr const char* kJournalTemp = "journal.jsonl.tmp";
 constexpr const char* kEffects = "effects.jsonl";
 constexpr const char* kEvents = "events.jsonl";
 constexpr const char* kLease = "lease";
@@ -52,9 +55,20 @@ constexpr std::string_view kTrashPrefix = "~trash.";
 // worker that touches many runs must not run out of descriptors).
 constexpr std::size_t kMaxOpenRuns = 128;
 
+// The reason for an errno of the durable-I/O toolkit: ELOOP is a link planted at a name trellis
+// opens without following, EINVAL (from Directory::open_regular) something that is not a
+// regular file.
+std::string reason(const fs::path& file, int err) {
+  if (err == ELOOP)
+    return "a symbolic link is at '" + file.string() +
+           "'; trellis does not follow links inside its store";
+  if (err == EINVAL) return "not a regular file";
+  return std::strerror(err);
+}
+
 [[noreturn]] void fail(const fs::path& file, const std::string& operation, int err) {
   throw store_error("trellis: file store: " + operation + " '" + file.string() +
-                    "': " + std::strerror(err));
+                    "': " + reason(file, err));
 }
 
 [[noreturn]] void corrupt(const fs::path& file, std::size_t line, const std::string& why) {
@@ -71,29 +85,45 @@ bool valid_run_id(std::string_view id) {
   }
 }
 
-int open_retrying(const fs::path& path, int flags, mode_t mode = 0600) {
-  int fd = -1;
-  do {
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
+// Opens the directory of run `id` in `root` (`shown` names it in messages) without following
+// a link at it: false when it does not exist and `create` is false; with `create`, a missing
+// one is made with exactly `modes.directory` and fsync'd into the root (when `sync`).
+bool open_run_directory(const Directory& root, const Modes& modes, std::string_view id,
+                        const fs::path& shown, bool create, bool sync, Directory& out) {
+  for (int attempt = 0;; ++attempt) {
+    int err = root.open_directory(id, out);
+    if (err == 0) return true;
+    if (err == ENOTDIR) {  // O_DIRECTORY | O_NOFOLLOW says ENOTDIR for a link: name it
+      struct stat st {};
+      if (::fstatat(root.fd(), std::string(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode))
+        err = ELOOP;
+    }
+    if (err != ENOENT) fail(shown, "open the run directory", err);
+    if (!create) return false;
+    const int made = root.make_directory(id, modes.directory);
+    if (made == 0 && sync) {
+      if (const int s = root.sync()) fail(shown.parent_path(), "fsync the directory", s);
+    }
+    if (made != 0 && made != EEXIST) fail(shown, "create the run directory", made);
+    if (attempt >= 8) fail(shown, "open the run directory", ENOENT);
+  }
 }
 
-// Creates `dir` if it is missing (fsyncing its parent when it did); refuses a non-directory.
-void ensure_directory(const fs::path& dir, bool sync) {
-  if (::mkdir(dir.c_str(), 0700) == 0) {
-    if (sync) {
-      if (const int err = trellis::detail::fsync_directory(dir.parent_path()))
-        fail(dir.parent_path(), "fsync the directory", err);
-    }
-    return;
-  }
-  if (errno == EEXIST) {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
-    fail(dir, "use as a directory", ENOTDIR);
-  }
-  fail(dir, "create the directory", errno);
+// Opens (creating it with exactly `mode`) the file `name` of `dir` for reading and writing,
+// without following a link and without blocking; EINVAL when it is not a regular file.
+int open_regular_rw(const Directory& dir, const char* name, int flags, mode_t mode,
+                    unique_fd& out) {
+  unique_fd fd;
+  if (const int err = dir.open_file(name, O_RDWR | O_CREAT | O_NONBLOCK | flags, mode, fd))
+    return err;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return EINVAL;
+  const int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl >= 0) (void)::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK);
+  out = std::move(fd);
+  return 0;
 }
 
 void flock_blocking(int fd, const fs::path& path) {
@@ -104,11 +134,13 @@ void flock_blocking(int fd, const fs::path& path) {
   if (r != 0) fail(path, "flock", errno);
 }
 
-// True when `fd` is still the file found at `path` (it was not renamed away or replaced).
-bool same_file(int fd, const fs::path& path) {
+// True when `fd` is still the entry `name` of `dir` (it was not renamed away or replaced).
+bool same_entry(int fd, const Directory& dir, std::string_view name) {
   struct stat a {
   }, b{};
-  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0) return false;
+  if (::fstat(fd, &a) != 0 ||
+      ::fstatat(dir.fd(), std::string(name).c_str(), &b, AT_SYMLINK_NOFOLLOW) != 0)
+    return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
@@ -152,17 +184,18 @@ struct LinesRead {
   std::size_t records = 0;
 };
 
-// Reads the checksummed lines of `path` (the journal, the effects file), calling `take(record)`
-// for each intact record in order (return false to stop early). A torn last line is ignored;
-// any other bad line, or a record `take` refuses with store_error, is a store_error naming
-// the file and the line.
+// Reads the checksummed lines of `name` in `dir` (the journal, the effects file; `path` names
+// it in messages), calling `take(record)` for each record in order (return false to stop
+// early). An unterminated last line is a torn write: ignored (`torn`). A complete line that
+// does not decode, or a record `take` refuses with store_error, is corruption: a store_error
+// naming the file and the line, the last line included (scan_lines).
 template <class Take>
-LinesRead read_lines(const fs::path& path, Take&& take) {
+LinesRead read_lines(const Directory& dir, const char* name, const fs::path& path, Take&& take) {
   LinesRead out;
-  unique_fd fd(open_retrying(path, O_RDONLY));
-  if (!fd) {
-    if (errno == ENOENT) return out;
-    fail(path, "open", errno);
+  unique_fd fd;
+  if (const int err = dir.open_regular(name, fd)) {
+    if (err == ENOENT) return out;
+    fail(path, "open", err);
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail(path, "stat", errno);
@@ -171,47 +204,30 @@ LinesRead read_lines(const fs::path& path, Take&& take) {
   out.exists = true;
   out.stamp = stamp_of(st);
   out.stamp.size = text.size();
-
-  std::size_t pos = 0;
-  std::size_t number = 0;
-  while (pos < text.size()) {
-    ++number;
-    const std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) {
-      out.torn = true;  // a crash mid-append
-      break;
-    }
-    const bool last = end + 1 == text.size();
-    const std::string_view line(text.data() + pos, end - pos);
-    nlohmann::json record;
-    auto refusal = trellis::detail::parse_json(line, record);
-    if (!refusal) refusal = trellis::detail::take_and_verify_checksum(record);
-    if (refusal) {
-      if (last) {
-        out.torn = true;
-        break;
-      }
-      corrupt(path, number, refusal->detail);
-    }
-    bool more = true;
-    try {
-      more = take(record);
-    } catch (const store_error& e) {
-      corrupt(path, number, e.what());
-    }
-    pos = end + 1;
-    out.valid_size = pos;
-    ++out.records;
-    if (!more) break;
-  }
+  const trellis::detail::LineScan scan =
+      trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t number) {
+        nlohmann::json record;
+        auto refusal = trellis::detail::parse_json(line, record);
+        if (!refusal) refusal = trellis::detail::take_and_verify_checksum(record);
+        if (refusal) corrupt(path, number, refusal->detail);
+        try {
+          return static_cast<bool>(take(record));
+        } catch (const store_error& e) {
+          corrupt(path, number, e.what());
+        }
+      });
+  out.valid_size = scan.valid_size;
+  out.torn = scan.torn;
+  out.records = scan.lines;
   return out;
 }
 
-// Reads the journal at `path`, applying each intact record to `decoder` and then calling
-// `visit(decoder, seq)` (return false to stop early).
+// Reads the journal of the run directory `dir` (`path` names it), applying each intact record
+// to `decoder` and then calling `visit(decoder, seq)` (return false to stop early).
 template <class Visit>
-LinesRead read_journal(const fs::path& path, detail::CheckpointDecoder& decoder, Visit&& visit) {
-  return read_lines(path, [&](const nlohmann::json& record) {
+LinesRead read_journal(const Directory& dir, const fs::path& path,
+                       detail::CheckpointDecoder& decoder, Visit&& visit) {
+  return read_lines(dir, kJournal, path, [&](const nlohmann::json& record) {
     const std::uint64_t seq = decoder.apply(record);
     return visit(decoder, seq);
   });
@@ -235,9 +251,9 @@ struct EffectList {
   }
 };
 
-// Reads the effects file at `path` (a missing file holds no records).
-LinesRead read_effects(const fs::path& path, EffectList& out) {
-  return read_lines(path, [&](const nlohmann::json& record) {
+// Reads the effects file of the run directory `dir` (a missing file holds no records).
+LinesRead read_effects(const Directory& dir, const fs::path& path, EffectList& out) {
+  return read_lines(dir, kEffects, path, [&](const nlohmann::json& record) {
     out.put(record.get<EffectRecord>());
     return true;
   });
@@ -246,12 +262,16 @@ LinesRead read_effects(const fs::path& path, EffectList& out) {
 // An append-only file of checksummed lines in a run's directory (the journal, effects.jsonl):
 // this object's O_APPEND writer and the stamp of the content its cache was built from.
 struct LineLog {
-  fs::path path;
+  const Directory& dir;  // the run's directory (reopened by the owner when it was replaced)
+  const char* name;
+  fs::path path;  // for messages
+  mode_t mode;    // of a file append creates
   unique_fd fd;
   bool cached = false;  // the owner's cache holds the file as of `stamp`
   FileStamp stamp;
 
-  explicit LineLog(fs::path p) : path(std::move(p)) {}
+  LineLog(const Directory& d, const char* n, fs::path p, mode_t m)
+      : dir(d), name(n), path(std::move(p)), mode(m) {}
 
   // Forgets the file (it was replaced, or the run's directory moved away).
   void reset() {
@@ -262,7 +282,7 @@ struct LineLog {
   // The file's stamp now, or nullopt when it does not exist.
   std::optional<FileStamp> current() const {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) return stamp_of(st);
+    if (::fstatat(dir.fd(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) return stamp_of(st);
     if (errno != ENOENT) fail(path, "stat", errno);
     return std::nullopt;
   }
@@ -272,8 +292,8 @@ struct LineLog {
   void settle(const LinesRead& read, bool sync) {
     stamp = read.stamp;
     if (read.torn) {
-      unique_fd cut(open_retrying(path, O_WRONLY));
-      if (!cut) fail(path, "open", errno);
+      unique_fd cut;
+      if (const int err = dir.open_file(name, O_WRONLY, 0, cut)) fail(path, "open", err);
       if (::ftruncate(cut.get(), static_cast<off_t>(read.valid_size)) != 0)
         fail(path, "cut the torn last line of", errno);
       if (sync && ::fdatasync(cut.get()) != 0) fail(path, "fdatasync", errno);
@@ -290,10 +310,11 @@ struct LineLog {
   // the line's record to its cache, which stays trusted. (The journal.* failpoints fire for
   // either file.)
   void append(const std::string& line, bool sync, bool create) {
-    if (fd && !same_file(fd.get(), path)) fd.close();
+    if (fd && !same_entry(fd.get(), dir, name)) fd.close();
     if (!fd) {
-      fd = unique_fd(open_retrying(path, O_WRONLY | O_APPEND | (create ? O_CREAT : 0)));
-      if (!fd) fail(path, "open", errno);
+      if (const int err =
+              dir.open_file(name, O_WRONLY | O_APPEND | (create ? O_CREAT : 0), mode, fd))
+        fail(path, "open", err);
     }
     const auto cut_back = [&] {
       (void)!::ftruncate(fd.get(), static_cast<off_t>(stamp.size));
@@ -312,8 +333,7 @@ struct LineLog {
       fail(path, "fdatasync", err);
     }
     if (create && sync) {
-      if (const int err = trellis::detail::fsync_directory(path.parent_path()))
-        fail(path.parent_path(), "fsync the directory", err);
+      if (const int err = dir.sync()) fail(path.parent_path(), "fsync the directory", err);
     }
     trellis::failpoint("journal.after_append", path);
     struct stat st {};
@@ -323,18 +343,26 @@ struct LineLog {
   }
 };
 
-// Writes `bytes` as a new file `path` (fsync'd) and renames it over `target`, then fsyncs the
-// directory: `target` has either its old or its new content after a crash.
-void replace_file(const fs::path& temp, const fs::path& target, std::string_view bytes, bool sync) {
-  unique_fd fd(open_retrying(temp, O_WRONLY | O_CREAT | O_TRUNC));
-  if (!fd) fail(temp, "create", errno);
-  if (const int err = trellis::detail::write_all(fd.get(), bytes)) fail(temp, "write", err);
-  if (sync && ::fdatasync(fd.get()) != 0) fail(temp, "fdatasync", errno);
-  if (const int err = fd.close()) fail(temp, "close", err);
-  if (::rename(temp.c_str(), target.c_str()) != 0) fail(target, "rename over", errno);
+// Writes `bytes` as a new temporary beside `target` in `dir` (create_temporary: O_EXCL,
+// exactly `mode`, fsync'd) and renames it over `target`, then fsyncs the directory: `target`
+// has either its old or its new content after a crash. `shown` names the directory.
+void replace_file(const Directory& dir, const fs::path& shown, const char* target,
+                  std::string_view bytes, mode_t mode, bool sync) {
+  unique_fd fd;
+  std::string temp;
+  if (const int err = dir.create_temporary(target, mode, fd, temp))
+    fail(shown / target, "create a temporary file beside", err);
+  const auto failed = [&](const fs::path& file, const char* operation, int err) {
+    (void)dir.unlink(temp);
+    fail(file, operation, err);
+  };
+  if (const int err = trellis::detail::write_all(fd.get(), bytes))
+    failed(shown / temp, "write", err);
+  if (sync && ::fdatasync(fd.get()) != 0) failed(shown / temp, "fdatasync", errno);
+  if (const int err = fd.close()) failed(shown / temp, "close", err);
+  if (const int err = dir.rename(temp, target)) failed(shown / target, "rename over", err);
   if (sync) {
-    if (const int err = trellis::detail::fsync_directory(target.parent_path()))
-      fail(target.parent_path(), "fsync the directory", err);
+    if (const int err = dir.sync()) fail(shown, "fsync the directory", err);
   }
 }
 
@@ -395,15 +423,17 @@ LeaseFile parse_lease_file(const std::string& text) {
   return out;
 }
 
-LeaseAttempt try_lease(const fs::path& dir, bool sync) {
+LeaseAttempt try_lease(const Directory& root, const Modes& modes, std::string_view id,
+                       const fs::path& dir, bool sync) {
   const fs::path file = dir / kLease;
   for (int attempt = 0;; ++attempt) {
-    ensure_directory(dir, sync);
-    unique_fd fd(open_retrying(file, O_RDWR | O_CREAT | O_NOCTTY));
-    if (!fd) {
+    Directory run;
+    open_run_directory(root, modes, id, dir, true, sync, run);
+    unique_fd fd;
+    if (const int err = open_regular_rw(run, kLease, 0, modes.file, fd)) {
       // The run was renamed away (retention) between mkdir and open: make it again.
-      if (errno == ENOENT && attempt < 8) continue;
-      fail(file, "open the lease file", errno);
+      if (err == ENOENT && attempt < 8) continue;
+      fail(file, "open the lease file", err);
     }
     int r = 0;
     do {
@@ -419,7 +449,8 @@ LeaseAttempt try_lease(const fs::path& dir, bool sync) {
                                                   : "'" + held.owner + "' (pid " + held.pid + ")";
       return {unique_fd(), holder};
     }
-    if (!same_file(fd.get(), file)) continue;  // locked a file that was moved away: retry
+    // Locked a file that was moved away (or its directory was): retry.
+    if (!same_entry(fd.get(), run, kLease) || !same_entry(run.fd(), root, id)) continue;
     return {std::move(fd), {}};
   }
 }
@@ -453,16 +484,17 @@ std::map<std::string, HeldLease, std::less<>>& held_leases() {
 }
 
 // Throws run_busy unless `lease` (unless empty: the no-token overloads, for which a flock
-// lease of this object cannot have been lost) holds the lease of run `run_id` in `dir`.
-void check_lease(const std::string& run_id, const fs::path& dir, const LeaseToken& lease) {
+// lease of this object cannot have been lost) holds the lease of run `run_id` in the store `root`.
+void check_lease(const std::string& run_id, const Directory& root, const LeaseToken& lease) {
   if (lease.empty()) return;
   if (lease.run_id != run_id)
     throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
                    "'");
   std::lock_guard lock(held_leases_m);
   auto it = held_leases().find(lease.holder);
+  Directory run;
   if (it == held_leases().end() || it->second.run_id != run_id ||
-      !same_file(it->second.fd, dir / kLease))
+      root.open_directory(run_id, run) != 0 || !same_entry(it->second.fd, run, kLease))
     throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
                    std::to_string(lease.epoch) + ") was released");
 }
@@ -471,9 +503,18 @@ std::atomic<unsigned> trash_counter{0};
 
 }  // namespace
 
+// The store's root: the directory resolved and opened once, and the modes of what it creates.
+struct FileStore::Root {
+  Directory dir;
+  Modes modes;
+};
+
 struct FileStore::RunFiles {
   std::mutex m;
-  fs::path dir;
+  const Root& root;
+  std::string id;
+  fs::path dir_path;  // <root>/<id> as the user named the root, for messages
+  Directory dir;      // the run's directory, when open (never through a link)
   unique_fd lock_fd;  // commit.lock
   unique_fd events_fd;
   // The journal's newest checkpoint (newest_seq, the encoder) as of journal.stamp.
@@ -484,38 +525,66 @@ struct FileStore::RunFiles {
   LineLog effect_log;
   EffectList effects;
 
-  explicit RunFiles(fs::path d, std::size_t every)
-      : dir(std::move(d)), journal(dir / kJournal), encoder(every), effect_log(dir / kEffects) {}
+  RunFiles(const Root& r, std::string run_id, fs::path shown, std::size_t every)
+      : root(r),
+        id(std::move(run_id)),
+        dir_path(std::move(shown)),
+        journal(dir, kJournal, dir_path / kJournal, r.modes.file),
+        encoder(every),
+        effect_log(dir, kEffects, dir_path / kEffects, r.modes.file) {}
+
+  // Drops everything opened in the run's directory (it was moved away or replaced).
+  void reset() {
+    lock_fd.close();
+    journal.reset();
+    effect_log.reset();
+    events_fd.close();
+    dir = Directory();
+  }
+
+  // Makes `dir` the run's directory now: reopens it when it was moved away or replaced (a
+  // deleted run, a new run of the same id). False when it does not exist and `create` is
+  // false. Never called while commit.lock is held (reset() closes it).
+  bool open_dir(bool create, bool sync) {
+    if (dir && same_entry(dir.fd(), root.dir, id)) return true;
+    reset();
+    return open_run_directory(root.dir, root.modes, id, dir_path, create, sync, dir);
+  }
 
   // Takes commit.lock, (re)opening it if the run's directory was replaced. Returns an empty
   // guard when the run's directory does not exist and `create_dir` is false.
   std::optional<FlockGuard> lock(bool create_dir, bool sync) {
-    const fs::path file = dir / kCommitLock;
+    const fs::path file = dir_path / kCommitLock;
     for (;;) {
       if (!lock_fd) {
-        if (create_dir) ensure_directory(dir, sync);
-        lock_fd = unique_fd(open_retrying(file, O_RDWR | O_CREAT | O_NOCTTY));
-        if (!lock_fd) {
-          if (errno == ENOENT && !create_dir) return std::nullopt;
-          if (errno == ENOENT) continue;
-          fail(file, "open the commit lock", errno);
+        if (!open_dir(create_dir, sync)) return std::nullopt;
+        if (const int err = open_regular_rw(dir, kCommitLock, 0, root.modes.file, lock_fd)) {
+          if (err == ENOENT) {  // the directory was moved away meanwhile
+            reset();
+            continue;
+          }
+          fail(file, "open the commit lock", err);
         }
       }
       flock_blocking(lock_fd.get(), file);
       FlockGuard guard(lock_fd.get());
-      if (same_file(lock_fd.get(), file)) return guard;
+      if (same_entry(lock_fd.get(), dir, kCommitLock) && same_entry(dir.fd(), root.dir, id))
+        return guard;
       // Moved away (a deleted run): drop everything opened in the old directory and retry.
       { FlockGuard release = std::move(guard); }
-      lock_fd.close();
-      journal.reset();
-      effect_log.reset();
-      events_fd.close();
+      reset();
     }
   }
 
   // Brings the cache up to date with the journal (under commit.lock when `writer`, which also
-  // cuts a torn last line). False when the run has no journal or no intact record.
+  // cuts a torn last line). False when the run has no journal, or an empty one. A journal whose
+  // only bytes are an unterminated line is a store_error, never taken for a missing run (so a
+  // create cannot replace it): trellis never leaves one (a journal appears whole, by rename).
   bool refresh(bool writer, bool sync) {
+    if (!writer && !open_dir(false, sync)) {
+      journal.cached = false;
+      return false;
+    }
     const std::optional<FileStamp> now = journal.current();
     if (!now) {
       journal.cached = false;
@@ -525,8 +594,12 @@ struct FileStore::RunFiles {
     journal.cached = false;
     detail::CheckpointDecoder decoder;
     const LinesRead read =
-        read_journal(journal.path, decoder, [](auto&, std::uint64_t) { return true; });
-    if (!read.exists || read.records == 0) return false;
+        read_journal(dir, journal.path, decoder, [](auto&, std::uint64_t) { return true; });
+    if (!read.exists) return false;
+    if (read.records == 0) {
+      if (!read.torn) return false;  // empty
+      corrupt(journal.path, 1, "no complete checkpoint line (an unterminated line only)");
+    }
     if (read.torn && !writer) return true;  // usable, but not cached: the tail will change
     journal.settle(read, sync);
     encoder.continue_after(decoder.current_json(), decoder.since_full());
@@ -547,7 +620,8 @@ struct FileStore::RunFiles {
   // cuts a torn last line; a reader's view of a torn file is used once, not cached). False
   // when the file does not exist (no effect was ever put).
   bool refresh_effects(bool writer, bool sync) {
-    const std::optional<FileStamp> now = effect_log.current();
+    const std::optional<FileStamp> now =
+        writer || open_dir(false, sync) ? effect_log.current() : std::nullopt;
     if (!now) {
       effects = {};
       effect_log.stamp = {};
@@ -557,21 +631,23 @@ struct FileStore::RunFiles {
     if (effect_log.cached && *now == effect_log.stamp) return true;
     effect_log.cached = false;
     effects = {};
-    const LinesRead read = read_effects(effect_log.path, effects);
+    const LinesRead read = read_effects(dir, effect_log.path, effects);
     if (read.exists && (writer || !read.torn)) effect_log.settle(read, sync);
     return read.exists;
   }
 };
 
 FileStore::FileStore(fs::path root, FileStoreOptions options)
-    : root_(std::move(root)), options_(options) {
-  std::error_code ec;
-  fs::create_directories(root_, ec);
-  if (ec || !fs::is_directory(root_))
+    : root_(std::move(root)), options_(options), root_dir_(std::make_unique<Root>()) {
+  root_dir_->modes = Modes::from_file_mode(static_cast<mode_t>(options_.file_mode),
+                                           "file store '" + root_.string() + "'");
+  // The root (and the path to it) may go through links: resolved here, once.
+  if (const int err = root_dir_->dir.open(root_, true, root_dir_->modes))
     throw store_error("trellis: file store: cannot use '" + root_.string() +
-                      "' as its root: " + (ec ? ec.message() : std::string("not a directory")));
+                      "' as its root: " + reason(root_, err));
   // Finish deletions that a crash interrupted.
-  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_dir_->dir.path(), ec)) {
     if (entry.path().filename().string().starts_with(kTrashPrefix)) {
       std::error_code ignored;
       fs::remove_all(entry.path(), ignored);
@@ -594,7 +670,8 @@ std::shared_ptr<FileStore::RunFiles> FileStore::files(std::string_view run_id) {
     for (auto it = runs_.begin(); it != runs_.end();)
       it = it->second.use_count() == 1 ? runs_.erase(it) : std::next(it);  // idle: close
   }
-  auto files = std::make_shared<RunFiles>(root_ / std::string(run_id), options_.snapshot_every);
+  auto files = std::make_shared<RunFiles>(*root_dir_, std::string(run_id),
+                                          root_ / std::string(run_id), options_.snapshot_every);
   runs_.emplace(std::string(run_id), files);
   return files;
 }
@@ -610,10 +687,14 @@ void FileStore::create(const Checkpoint& first) {
   auto guard = rf->lock(true, options_.sync);
   if (rf->refresh(true, options_.sync))
     throw run_busy("trellis: run '" + first.run_id + "' already exists");
-  // A new journal appears whole (temporary file + rename), so a crash leaves no half run.
+  // A new journal appears whole (temporary file + rename), so a crash leaves no half run; the
+  // temporaries of a create or rewrite that a crash interrupted go first.
+  std::size_t removed = 0;
+  if (const int err = rf->dir.remove_temporaries(kJournal, removed))
+    fail(rf->dir_path, "remove the leftover temporaries in", err);
   detail::CheckpointEncoder encoder(options_.snapshot_every);
   const std::string line = encode_line(encoder.encode(first));
-  replace_file(rf->dir / kJournalTemp, rf->journal.path, line, options_.sync);
+  replace_file(rf->dir, rf->dir_path, kJournal, line, root_dir_->modes.file, options_.sync);
   rf->journal.reset();
 }
 
@@ -631,7 +712,7 @@ void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
   if (next.seq != expected_seq + 1)
     throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
                       " cannot follow " + std::to_string(expected_seq));
-  check_lease(next.run_id, rf->dir, lease);
+  check_lease(next.run_id, root_dir_->dir, lease);
   std::string line;
   try {
     line = encode_line(rf->encoder.encode(next));
@@ -650,41 +731,57 @@ std::optional<Checkpoint> FileStore::latest(std::string_view run_id) {
   if (rf->journal.cached) return rf->newest();
   // A torn tail that a reader may not cut: read it once more without caching.
   detail::CheckpointDecoder decoder;
-  read_journal(rf->journal.path, decoder, [](auto&, std::uint64_t) { return true; });
+  read_journal(rf->dir, rf->journal.path, decoder, [](auto&, std::uint64_t) { return true; });
   if (decoder.empty()) return std::nullopt;
   return decoder.current();
 }
 
 std::optional<Checkpoint> FileStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
-  const fs::path journal = run_directory(run_id) / kJournal;
+  const fs::path dir_path = run_directory(run_id);
+  Directory dir;
+  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
+    return std::nullopt;
   detail::CheckpointDecoder decoder;
   std::optional<Checkpoint> found;
-  read_journal(journal, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t s) {
-    if (s == seq) found = d.current();
-    return s < seq;
-  });
+  read_journal(dir, dir_path / kJournal, decoder,
+               [&](const detail::CheckpointDecoder& d, std::uint64_t s) {
+                 if (s == seq) found = d.current();
+                 return s < seq;
+               });
   return found;
 }
 
 std::vector<Checkpoint> FileStore::history(std::string_view run_id) {
-  const fs::path journal = run_directory(run_id) / kJournal;
+  const fs::path dir_path = run_directory(run_id);
+  Directory dir;
+  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
+    return {};
   detail::CheckpointDecoder decoder;
   std::vector<Checkpoint> out;
-  read_journal(journal, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
-    out.push_back(d.current());
-    return true;
-  });
+  read_journal(dir, dir_path / kJournal, decoder,
+               [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+                 out.push_back(d.current());
+                 return true;
+               });
   return out;
 }
 
 std::vector<std::string> FileStore::runs() {
   std::vector<std::string> ids;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+  for (const auto& entry : fs::directory_iterator(root_dir_->dir.path(), ec)) {
     const std::string name = entry.path().filename().string();
     if (!valid_run_id(name)) continue;
+    // Only real directories are runs: a link planted in the root is not listed (opening it as
+    // a run is refused).
     struct stat st {};
-    if (::stat((entry.path() / kJournal).c_str(), &st) == 0 && st.st_size > 0) ids.push_back(name);
+    if (::fstatat(root_dir_->dir.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISDIR(st.st_mode))
+      continue;
+    if (::fstatat(root_dir_->dir.fd(), (name + "/" + kJournal).c_str(), &st, AT_SYMLINK_NOFOLLOW) ==
+            0 &&
+        st.st_size > 0)
+      ids.push_back(name);
   }
   if (ec)
     throw store_error("trellis: file store: cannot list '" + root_.string() + "': " + ec.message());
@@ -694,7 +791,7 @@ std::vector<std::string> FileStore::runs() {
 
 Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
   const fs::path dir = run_directory(run_id);
-  LeaseAttempt attempt = try_lease(dir, options_.sync);
+  LeaseAttempt attempt = try_lease(root_dir_->dir, root_dir_->modes, run_id, dir, options_.sync);
   if (!attempt.fd)
     throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " +
                    attempt.holder);
@@ -734,7 +831,7 @@ void FileStore::renew(const LeaseToken& lease) {
   const fs::path dir = run_directory(lease.run_id);
   if (lease.empty())
     throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
-  check_lease(lease.run_id, dir, lease);
+  check_lease(lease.run_id, root_dir_->dir, lease);
 }
 
 void FileStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
@@ -745,7 +842,7 @@ void FileStore::put_effect(const EffectRecord& record, const LeaseToken& lease) 
   if (!guard || !rf->refresh(true, options_.sync))
     throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                       record.name + "')");
-  check_lease(record.run_id, rf->dir, lease);
+  check_lease(record.run_id, root_dir_->dir, lease);
   const bool exists = rf->refresh_effects(true, options_.sync);
   rf->effect_log.append(line, options_.sync, /*create=*/!exists);
   rf->effects.put(record);
@@ -779,14 +876,15 @@ void FileStore::append_event(std::string_view run_id, const nlohmann::json& even
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);
   if (!guard) return;  // no such run: like MemoryStore, events of unknown runs are dropped
-  struct stat st {};
-  if (::stat(rf->journal.path.c_str(), &st) != 0) return;
-  const fs::path path = rf->dir / kEvents;
-  if (rf->events_fd && !same_file(rf->events_fd.get(), path)) rf->events_fd.close();
+  if (!rf->journal.current()) return;
+  const fs::path path = rf->dir_path / kEvents;
+  if (rf->events_fd && !same_entry(rf->events_fd.get(), rf->dir, kEvents)) rf->events_fd.close();
   if (!rf->events_fd) {
-    rf->events_fd = unique_fd(open_retrying(path, O_RDWR | O_APPEND | O_CREAT));
-    if (!rf->events_fd) fail(path, "open", errno);
+    if (const int err =
+            open_regular_rw(rf->dir, kEvents, O_APPEND, root_dir_->modes.file, rf->events_fd))
+      fail(path, "open", err);
   }
+  struct stat st {};
   const int fd = rf->events_fd.get();
   // A crash may have torn the last line: cut it, or the next line would be buried in it.
   if (::fstat(fd, &st) != 0) fail(path, "stat", errno);
@@ -804,30 +902,28 @@ void FileStore::append_event(std::string_view run_id, const nlohmann::json& even
 }
 
 std::vector<nlohmann::json> FileStore::events(std::string_view run_id) {
-  const fs::path path = run_directory(run_id) / kEvents;
-  unique_fd fd(open_retrying(path, O_RDONLY));
-  if (!fd) {
-    if (errno == ENOENT) return {};
-    fail(path, "open", errno);
+  const fs::path dir_path = run_directory(run_id);
+  const fs::path path = dir_path / kEvents;
+  Directory dir;
+  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
+    return {};
+  unique_fd fd;
+  if (const int err = dir.open_regular(kEvents, fd)) {
+    if (err == ENOENT) return {};
+    fail(path, "open", err);
   }
   std::string text;
   if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
   std::vector<nlohmann::json> out;
-  std::size_t pos = 0;
-  std::size_t number = 0;
-  while (pos < text.size()) {
-    ++number;
-    const std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) break;  // torn last line
+  // An unterminated last line is a torn append (ignored; the next append cuts it); a complete
+  // line that is not JSON is corruption, the last one included.
+  trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t number) {
     nlohmann::json event;
-    if (auto refusal =
-            trellis::detail::parse_json(std::string_view(text.data() + pos, end - pos), event)) {
-      if (end + 1 == text.size()) break;  // torn last line
+    if (auto refusal = trellis::detail::parse_json(line, event))
       corrupt(path, number, refusal->detail);
-    }
     out.push_back(std::move(event));
-    pos = end + 1;
-  }
+    return true;
+  });
   return out;
 }
 
@@ -839,18 +935,19 @@ void FileStore::apply_retention(const Retention& retention) {
           : std::string();
   for (const std::string& id : runs()) {
     const fs::path dir = root_ / id;
+    const Directory& root = root_dir_->dir;
     if (!cutoff.empty()) {
       const std::optional<Checkpoint> newest = latest(id);
       if (newest && terminal(newest->status) && newest->created_at < cutoff) {
-        LeaseAttempt lease = try_lease(dir, options_.sync);
+        LeaseAttempt lease = try_lease(root, root_dir_->modes, id, dir, options_.sync);
         if (!lease.fd) continue;  // someone is looking at it: next time
-        const fs::path trash =
-            root_ / (std::string(kTrashPrefix) + id + "." + std::to_string(::getpid()) + "." +
-                     std::to_string(trash_counter.fetch_add(1)));
-        if (::rename(dir.c_str(), trash.c_str()) != 0) fail(dir, "move aside", errno);
+        const std::string trash_name = std::string(kTrashPrefix) + id + "." +
+                                       std::to_string(::getpid()) + "." +
+                                       std::to_string(trash_counter.fetch_add(1));
+        const fs::path trash = root.path() / trash_name;
+        if (const int err = root.rename(id, trash_name)) fail(dir, "move aside", err);
         if (options_.sync) {
-          if (const int err = trellis::detail::fsync_directory(root_))
-            fail(root_, "fsync the directory", err);
+          if (const int err = root.sync()) fail(root_, "fsync the directory", err);
         }
         release_lease_fd(lease.fd.release());
         std::error_code ec;
@@ -869,17 +966,18 @@ void FileStore::apply_retention(const Retention& retention) {
     if (!guard || !rf->refresh(true, options_.sync)) continue;
     detail::CheckpointDecoder decoder;
     std::vector<Checkpoint> all;
-    read_journal(rf->journal.path, decoder, [&](const detail::CheckpointDecoder& d, std::uint64_t) {
-      all.push_back(d.current());
-      return true;
-    });
+    read_journal(rf->dir, rf->journal.path, decoder,
+                 [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+                   all.push_back(d.current());
+                   return true;
+                 });
     if (all.size() <= retention.keep_last) continue;
     detail::CheckpointEncoder encoder(options_.snapshot_every);
     std::string text;
     for (auto it = all.end() - static_cast<std::ptrdiff_t>(retention.keep_last); it != all.end();
          ++it)
       text += encode_line(encoder.encode(*it));
-    replace_file(rf->dir / kJournalTemp, rf->journal.path, text, options_.sync);
+    replace_file(rf->dir, rf->dir_path, kJournal, text, root_dir_->modes.file, options_.sync);
     rf->journal.reset();
   }
 }

@@ -7,16 +7,19 @@
 
 #include "trellis/agent/sqlite_store.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iterator>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "../io/directory.hpp"
 #include "../persist/checksum.hpp"
 #include "../persist/json_text.hpp"
 #include "checkpoint_codec.hpp"
@@ -223,7 +226,8 @@ struct SqliteStore::Db {
   std::filesystem::path path;
   sqlite3* handle = nullptr;
 
-  explicit Db(std::filesystem::path p) : path(std::move(p)) {
+  Db(std::filesystem::path p, unsigned file_mode) : path(std::move(p)) {
+    create_file(file_mode);
     const int rc =
         sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     if (rc != SQLITE_OK) {
@@ -234,6 +238,25 @@ struct SqliteStore::Db {
     }
     sqlite3_extended_result_codes(handle, 1);
   }
+  // Creates a missing database file with exactly `file_mode` (SQLite would create it with
+  // 0644 narrowed by the umask), so SQLite gives the -wal and -shm files the same mode. An
+  // existing file (or a link to one) is left as it is.
+  void create_file(unsigned file_mode) const {
+    const trellis::detail::Modes modes = trellis::detail::Modes::from_file_mode(
+        static_cast<mode_t>(file_mode), "SQLite store '" + path.string() + "'");
+    if (path.empty() || path == ":memory:") return;  // SQLite's private databases: no file
+    trellis::detail::Directory dir;
+    if (const int err = dir.open(trellis::detail::parent_directory(path), false, modes))
+      throw store_error("trellis: SQLite store '" + path.string() +
+                        "': open its directory: " + std::strerror(err));
+    trellis::detail::unique_fd fd;
+    const int err =
+        dir.open_file(path.filename().string(), O_RDWR | O_CREAT | O_EXCL, modes.file, fd);
+    if (err != 0 && err != EEXIST)
+      throw store_error("trellis: SQLite store '" + path.string() +
+                        "': create the database file: " + std::strerror(err));
+  }
+
   ~Db() {
     statements.clear();
     sqlite3_close(handle);
@@ -556,7 +579,9 @@ struct SqliteStore::Db {
 };
 
 SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
-    : path_(std::move(path)), options_(options), db_(std::make_unique<Db>(path_)) {
+    : path_(std::move(path)),
+      options_(options),
+      db_(std::make_unique<Db>(path_, options_.file_mode)) {
   Db& db = *db_;
   db.check(sqlite3_busy_timeout(db.handle, static_cast<int>(options_.busy_timeout.count())),
            "busy_timeout");

@@ -9,7 +9,10 @@
 #include <trellis/agent/memory_store.hpp>
 #include <trellis/agent/sqlite_store.hpp>
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <latch>
 #include <limits>
 #include <memory>
@@ -1001,15 +1005,8 @@ TEST_CASE("file store: a torn last line is ignored, then cut before the next app
   advance(h.store(), "run-1", 2);
   const fs::path journal = journal_of(h, "run-1");
   const std::string intact = persist_test::read_bytes(journal);
-  SUBCASE("half a line") {
-    const std::string next = lines_of(journal)[2];
-    persist_test::write_bytes(journal, intact + next.substr(0, next.size() / 2));
-  }
-  SUBCASE("a whole line with a bad checksum") {
-    std::string next = lines_of(journal)[2];
-    next[next.size() - 5] ^= 1;  // inside the checksum
-    persist_test::write_bytes(journal, intact + next);
-  }
+  const std::string next = lines_of(journal)[2];
+  persist_test::write_bytes(journal, intact + next.substr(0, next.size() / 2));
   FileStore& store = h.reopen();
   CHECK(store.latest("run-1")->seq == 2);
   CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2});
@@ -1137,14 +1134,7 @@ TEST_CASE("file store: a torn last effects line is ignored, then cut before the 
   const std::string intact = persist_test::read_bytes(file);
   h.store().put_effect(receipt(b, "lost"));  // the line a crash will tear
   const std::string torn = lines_of(file)[2];
-  SUBCASE("half a line") {
-    persist_test::write_bytes(file, intact + torn.substr(0, torn.size() / 2));
-  }
-  SUBCASE("a whole line with a bad checksum") {
-    std::string bad = torn;
-    bad[bad.size() - 5] ^= 1;  // inside the checksum
-    persist_test::write_bytes(file, intact + bad);
-  }
+  persist_test::write_bytes(file, intact + torn.substr(0, torn.size() / 2));
   FileStore& store = h.reopen();
   CHECK(store.effects("run-1") == std::vector<EffectRecord>{a, b});
   CHECK(store.effect("run-1", b.key) == b);
@@ -1185,6 +1175,282 @@ TEST_CASE("file store: a corrupt middle effects line is a store_error naming the
   }
   CHECK(persist_test::read_bytes(file) == text);  // never rewritten
   CHECK(h.store().latest("run-1").has_value());   // the checkpoints are unaffected
+}
+
+// A file `name` written as `bytes`, with its checksum byte flipped on the last line.
+std::string with_bad_last_checksum(std::string bytes) {
+  REQUIRE(bytes.size() > 6);
+  bytes[bytes.size() - 5] ^= 1;  // inside the checksum of the last line, before its newline
+  return bytes;
+}
+
+TEST_CASE(
+    "file store: a complete last journal line with a bad checksum is corruption, not a torn "
+    "write: a store_error naming the file and the line, the bytes unchanged") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  advance(h.store(), "run-1", 2);
+  const fs::path journal = journal_of(h, "run-1");
+  const std::string damaged = with_bad_last_checksum(persist_test::read_bytes(journal));
+  persist_test::write_bytes(journal, damaged);
+  for (int round = 0; round < 2; ++round) {
+    FileStore& store = h.reopen();
+    const std::string where = journal.string() + "' line 3";
+    CHECK_THROWS_WITH_AS((void)store.latest("run-1"), doctest::Contains(where.c_str()),
+                         trellis::agent::store_error);
+    CHECK_THROWS_WITH_AS((void)store.history("run-1"), doctest::Contains("checksum"),
+                         trellis::agent::store_error);
+    CHECK_THROWS_AS(store.commit(cp("run-1", 3), 2), trellis::agent::store_error);
+    CHECK_THROWS_AS(store.commit(cp("run-1", 2), 1), trellis::agent::store_error);
+  }
+  CHECK(persist_test::read_bytes(journal) == damaged);  // never cut, never rewritten
+}
+
+TEST_CASE(
+    "file store: a complete last effects line with a bad checksum is corruption, not a torn "
+    "write: a store_error naming the file and the line, the bytes unchanged") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  const EffectRecord a = started("run-1", "a", 0);
+  h.store().put_effect(a);
+  h.store().put_effect(receipt(a, "done"));
+  const fs::path file = h.root() / "run-1" / "effects.jsonl";
+  const std::string damaged = with_bad_last_checksum(persist_test::read_bytes(file));
+  persist_test::write_bytes(file, damaged);
+  for (int round = 0; round < 2; ++round) {
+    FileStore& store = h.reopen();
+    const std::string where = file.string() + "' line 2";
+    CHECK_THROWS_WITH_AS((void)store.effects("run-1"), doctest::Contains(where.c_str()),
+                         trellis::agent::store_error);
+    CHECK_THROWS_AS((void)store.effect("run-1", a.key), trellis::agent::store_error);
+    CHECK_THROWS_AS(store.put_effect(started("run-1", "b", 1)), trellis::agent::store_error);
+  }
+  CHECK(persist_test::read_bytes(file) == damaged);
+}
+
+TEST_CASE(
+    "file store: a run whose only checkpoint line is damaged is reported, never taken for a "
+    "missing run: Graph::run throws and the bytes are unchanged") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  const fs::path journal = journal_of(h, "run-1");
+  REQUIRE(lines_of(journal).size() == 1);
+  const std::string damaged = with_bad_last_checksum(persist_test::read_bytes(journal));
+  persist_test::write_bytes(journal, damaged);
+  FileStore& store = h.reopen();
+  CHECK_THROWS_WITH_AS((void)store.latest("run-1"), doctest::Contains("line 1"),
+                       trellis::agent::store_error);
+  CHECK_THROWS_AS(store.create(cp("run-1", 0)), trellis::agent::store_error);
+  trellis::agent::Graph<Note> g;
+  g.add<Draft>().add<Publish>().entry("draft").max_steps(10);
+  CHECK_THROWS_AS((void)g.run("run-1", Note{}, store), trellis::agent::store_error);
+  CHECK(persist_test::read_bytes(journal) == damaged);
+}
+
+TEST_CASE(
+    "file store: a symbolic link planted at a file of a run is refused with store_error, its "
+    "target unchanged") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0));
+  h.store().append_event("run-1", {{"n", 1}});
+  const fs::path run = h.root() / "run-1";
+  const fs::path target = h.root().parent_path() / "target";
+  // What the target holds before (nullopt: it does not exist).
+  std::optional<std::string> before;
+  std::function<void(FileStore&)> write;
+  std::string name;
+  SUBCASE("journal.jsonl") {
+    name = "journal.jsonl";
+    before = persist_test::read_bytes(run / name);  // a valid journal the old code appended to
+    write = [](FileStore& s) { s.commit(cp("run-1", 1), 0); };
+  }
+  SUBCASE("effects.jsonl") {
+    name = "effects.jsonl";
+    before = "";
+    write = [](FileStore& s) { s.put_effect(started("run-1", "a")); };
+  }
+  SUBCASE("events.jsonl") {
+    name = "events.jsonl";
+    before = "{\"n\":0}\n";
+    write = [](FileStore& s) { s.append_event("run-1", {{"n", 2}}); };
+  }
+  SUBCASE("lease") {
+    name = "lease";
+    before = "precious\n";
+    write = [](FileStore& s) { (void)s.lease("run-1", "me"); };
+  }
+  SUBCASE("commit.lock (dangling: the old code created its target)") {
+    name = "commit.lock";
+    write = [](FileStore& s) { s.commit(cp("run-1", 1), 0); };
+  }
+  REQUIRE(!name.empty());
+  if (before) persist_test::write_bytes(target, *before);
+  fs::remove(run / name);
+  fs::create_symlink(target, run / name);
+  FileStore& store = h.reopen();
+  CHECK_THROWS_WITH_AS(write(store), doctest::Contains("a symbolic link is at"),
+                       trellis::agent::store_error);
+  if (before) {
+    CHECK(persist_test::read_bytes(target) == *before);
+  } else {
+    CHECK_FALSE(fs::exists(target));
+  }
+  CHECK(fs::is_symlink(run / name));
+}
+
+TEST_CASE(
+    "file store: a symbolic link planted at the journal's old temporary name is never written "
+    "through") {
+  Harness<FileStore> h;
+  const fs::path target = h.root().parent_path() / "target";
+  persist_test::write_bytes(target, "precious\n");
+  fs::create_directory(h.root() / "run-2");
+  fs::create_symlink(target, h.root() / "run-2" / "journal.jsonl.tmp");
+  h.store().create(cp("run-2", 0));
+  CHECK(persist_test::read_bytes(target) == "precious\n");
+  CHECK(h.reopen().latest("run-2")->seq == 0);
+  CHECK(persist_test::read_bytes(target) == "precious\n");
+}
+
+TEST_CASE("file store: a run directory that is a symbolic link is refused with store_error") {
+  Harness<FileStore> h;
+  persist_test::ScratchDir elsewhere;
+  {
+    FileStore other(elsewhere / "runs");
+    other.create(cp("run-1", 0));
+  }
+  fs::create_symlink(elsewhere / "runs" / "run-1", h.root() / "run-1");
+  const std::string journal =
+      persist_test::read_bytes(elsewhere / "runs" / "run-1" / "journal.jsonl");
+  FileStore& store = h.reopen();
+  CHECK_THROWS_WITH_AS((void)store.latest("run-1"), doctest::Contains("a symbolic link is at"),
+                       trellis::agent::store_error);
+  CHECK_THROWS_AS((void)store.history("run-1"), trellis::agent::store_error);
+  CHECK_THROWS_AS(store.create(cp("run-1", 0)), trellis::agent::store_error);
+  CHECK_THROWS_AS((void)store.lease("run-1", "me"), trellis::agent::store_error);
+  CHECK_THROWS_AS((void)store.events("run-1"), trellis::agent::store_error);
+  CHECK(store.runs().empty());
+  CHECK(persist_test::read_bytes(elsewhere / "runs" / "run-1" / "journal.jsonl") == journal);
+}
+
+TEST_CASE(
+    "file store: the root given may go through a symbolic link, resolved once by the "
+    "constructor") {
+  persist_test::ScratchDir dir;
+  fs::create_directory(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  FileStore store(dir / "link" / "runs");
+  store.create(cp("run-1", 0));
+  CHECK(fs::exists(dir / "real" / "runs" / "run-1" / "journal.jsonl"));
+  CHECK(store.latest("run-1")->seq == 0);
+}
+
+TEST_CASE("file store: a FIFO at journal.jsonl makes latest() a store_error at once, never a wait" *
+          doctest::test_suite("concurrency")) {
+  Harness<FileStore> h;
+  const fs::path run = h.root() / "run-1";
+  fs::create_directory(run);
+  REQUIRE(::mkfifo((run / "journal.jsonl").c_str(), 0600) == 0);
+  auto reading = std::async(std::launch::async, [&] {
+    try {
+      (void)h.store().latest("run-1");
+      return std::string("no error");
+    } catch (const trellis::agent::store_error& e) {
+      return std::string(e.what());
+    }
+  });
+  if (reading.wait_for(10s) != std::future_status::ready) {
+    // Unblock the reader stuck in open(2), so the test ends.
+    const int fd = ::open((run / "journal.jsonl").c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL("latest() waited on a FIFO");
+  }
+  CHECK(reading.get().find("not a regular file") != std::string::npos);
+}
+
+// Sets the process's umask for a scope.
+class UmaskScope {
+ public:
+  explicit UmaskScope(mode_t mask) : old_(::umask(mask)) {}
+  ~UmaskScope() { ::umask(old_); }
+  UmaskScope(const UmaskScope&) = delete;
+  UmaskScope& operator=(const UmaskScope&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+// Makes a run with every kind of file in it: journal, effects, events, lease, commit.lock.
+void fill_run(FileStore& store) {
+  store.create(cp("run-1", 0));
+  store.commit(cp("run-1", 1), 0);
+  store.put_effect(started("run-1", "a"));
+  store.append_event("run-1", {{"n", 1}});
+  (void)store.lease("run-1", "me");
+}
+
+TEST_CASE("file store: files are 0600 and directories 0700 by default, whatever the umask") {
+  persist_test::ScratchDir dir;
+  const fs::path root = dir / "a" / "b" / "runs";
+  {
+    const UmaskScope mask(0);
+    FileStore store(root);
+    fill_run(store);
+  }
+  for (const fs::path& d : {dir / "a", dir / "a" / "b", root, root / "run-1"})
+    CHECK_MESSAGE(persist_test::mode_of(d) == 0700, d);
+  for (const char* f : {"journal.jsonl", "effects.jsonl", "events.jsonl", "lease", "commit.lock"})
+    CHECK_MESSAGE(persist_test::mode_of(root / "run-1" / f) == 0600, f);
+}
+
+TEST_CASE("file store: file_mode 0640 gives files 0640 and directories 0750 under umask 077") {
+  persist_test::ScratchDir dir;
+  const fs::path root = dir / "shared" / "runs";
+  {
+    const UmaskScope mask(077);
+    FileStore store(root, {.file_mode = 0640});
+    fill_run(store);
+    store.apply_retention({.keep_last = 1});  // a rewritten journal keeps the mode
+  }
+  for (const fs::path& d : {dir / "shared", root, root / "run-1"})
+    CHECK_MESSAGE(persist_test::mode_of(d) == 0750, d);
+  for (const char* f : {"journal.jsonl", "effects.jsonl", "events.jsonl", "lease", "commit.lock"})
+    CHECK_MESSAGE(persist_test::mode_of(root / "run-1" / f) == 0640, f);
+}
+
+TEST_CASE("store: a file_mode that lets others write is refused with invalid_option") {
+  persist_test::ScratchDir dir;
+  CHECK_THROWS_WITH_AS(FileStore(dir / "runs", {.file_mode = 0666}),
+                       doctest::Contains("lets others write"), trellis::invalid_option);
+  CHECK_FALSE(fs::exists(dir / "runs"));
+  CHECK_THROWS_WITH_AS(SqliteStore(dir / "runs.db", {.file_mode = 0666}),
+                       doctest::Contains("lets others write"), trellis::invalid_option);
+  CHECK_FALSE(fs::exists(dir / "runs.db"));
+}
+
+TEST_CASE("sqlite store: the database, -wal and -shm get exactly file_mode, whatever the umask") {
+  persist_test::ScratchDir dir;
+  unsigned mode = 0;
+  unsigned mask = 0;
+  SUBCASE("the default, under umask 0") {
+    mode = 0600;
+    mask = 0;
+  }
+  SUBCASE("0640 under umask 077") {
+    mode = 0640;
+    mask = 077;
+  }
+  const fs::path db = dir / "runs.db";
+  {
+    const UmaskScope scope(static_cast<mode_t>(mask));
+    SqliteStore s(db, {.file_mode = mode});
+    s.create(cp("run-1", 0));
+    s.commit(cp("run-1", 1), 0);
+    REQUIRE(fs::exists(dir / "runs.db-wal"));
+    REQUIRE(fs::exists(dir / "runs.db-shm"));
+    for (const char* f : {"runs.db", "runs.db-wal", "runs.db-shm"})
+      CHECK_MESSAGE(persist_test::mode_of(dir / f) == mode, f);
+  }
 }
 
 TEST_CASE(

@@ -14,6 +14,9 @@
 ///                                     "epoch <n>\n", so the next holder's epoch is n + 1)
 ///     <root>/<run id>/commit.lock     flock'd around every journal and effects write (any
 ///                                     process)
+///     <root>/<run id>/journal.jsonl.tmp-trellis-<16 hex>
+///                                     a journal being created or rewritten (removed when
+///                                     the next run of that id is created)
 ///
 /// A journal line is a chain record (full checkpoint, or only the members that changed since
 /// the line before, with a full one every `snapshot_every` lines; see FileStoreOptions) plus
@@ -21,9 +24,26 @@
 /// and one fdatasync. An effects line is a whole EffectRecord plus the same checksum, written
 /// the same way; the newest line of a key is its record, and `effects` lists the keys in the
 /// order of their first lines. The run directory and the root are fsync'd when an entry
-/// appears in them. A crash mid-append can only damage the last line of either file: readers
-/// ignore a torn last line and the next writer cuts it off before appending; a damaged line
-/// before the last is a store_error naming the file and the line.
+/// appears in them. A crash mid-append can only leave an unterminated last line (each line is
+/// written with one write(2) ending in its newline): readers ignore it and the next writer cuts
+/// it off before appending. A complete line that does not decode (a bad checksum, the last line
+/// included) was acknowledged once and is corruption: a store_error naming the file and the
+/// line, and the file is never cut or rewritten. So a run whose only checkpoint line is damaged
+/// is reported (latest, create and Graph::run throw), never taken for a missing run. The same
+/// holds for events.jsonl (without checksums: a complete line that is not JSON).
+///
+/// Files and links: the root given (and the path to it) may go through symbolic links; it is
+/// resolved once, by the constructor, and opened as a directory. Run directories and every
+/// file in them are opened relative to it without following links (O_NOFOLLOW; a journal is
+/// written to a new "journal.jsonl.tmp-trellis-<16 hex>" temporary, O_EXCL, renamed over it), so
+/// a link planted at a run directory, journal.jsonl, effects.jsonl, events.jsonl, lease or
+/// commit.lock is a store_error ("a symbolic link is at ..."), its target untouched; what is
+/// there must be a regular file (a FIFO is a store_error, never waited on). `runs()` lists only
+/// real directories.
+///
+/// Permissions: what the store creates gets exactly FileStoreOptions::file_mode (0600 by
+/// default) and each directory it creates (the root, its missing parents, run directories) the
+/// matching directory mode (0700; 0640 gives 0750), whatever the umask.
 ///
 /// Concurrency: `commit` checks the newest seq and appends while holding commit.lock, so the
 /// version check holds across threads, FileStore objects and processes; `put_effect` appends
@@ -61,12 +81,20 @@ struct FileStoreOptions {
   /// A full checkpoint every this many journal lines; the lines between hold only what
   /// changed (an unchanged 4 KiB member of the state costs nothing on those lines).
   std::size_t snapshot_every = 64;
+  /// The permissions of every file the store creates, applied exactly (the umask does not
+  /// narrow them); directories it creates get the same plus search wherever it grants read.
+  /// The default keeps the store to its owner (0600, directories 0700); 0640 (or 0660) shares
+  /// it with the group (directories 0750 or 0770). A mode that lets others write, or that does
+  /// not let the owner read and write, is refused by the constructor with invalid_option.
+  unsigned file_mode = 0600;
 };
 
 class FileStore final : public Store {
  public:
-  /// Opens (creating it and its parents if needed) the store rooted at `root`. Throws
-  /// store_error when the root cannot be created or is not a directory.
+  /// Opens (creating it and its parents if needed, with the directory mode of
+  /// `options.file_mode`) the store rooted at `root`, resolving links in `root` once. Throws
+  /// store_error when the root cannot be created or is not a directory, invalid_option for a
+  /// `file_mode` that lets others write.
   explicit FileStore(std::filesystem::path root, FileStoreOptions options = {});
   ~FileStore() override;
   FileStore(const FileStore&) = delete;
@@ -96,12 +124,14 @@ class FileStore final : public Store {
   std::filesystem::path run_directory(std::string_view run_id) const;
 
  private:
+  struct Root;      // the root directory, opened once, and the modes of what the store creates
   struct RunFiles;  // per run: the cached newest checkpoint, effect records and descriptors
   std::shared_ptr<RunFiles> files(std::string_view run_id);
   void forget(const std::string& run_id);
 
   std::filesystem::path root_;
   FileStoreOptions options_;
+  std::unique_ptr<Root> root_dir_;
   std::mutex m_;
   std::map<std::string, std::shared_ptr<RunFiles>, std::less<>> runs_;
 };

@@ -80,6 +80,11 @@ struct SqliteStoreOptions {
   std::chrono::milliseconds lease_ttl{30000};
   /// A full checkpoint every this many rows of a run; the rows between hold only what changed.
   std::size_t snapshot_every = 64;
+  /// The permissions of a database file the store creates, applied exactly (the umask does not
+  /// narrow them); SQLite gives its -wal and -shm files the same. 0600 by default; 0640 or
+  /// 0660 shares the database with the group. An existing file keeps its mode. A mode that
+  /// lets others write is refused by the constructor with invalid_option.
+  unsigned file_mode = 0600;
 };
 
 class SqliteStore final : public Store {
@@ -88,9 +93,10 @@ class SqliteStore final : public Store {
   /// lease epochs, 3: before row checksums; such a database is upgraded in place when opened).
   static constexpr int schema_version = 4;
 
-  /// Opens (creating it if needed, upgrading an older schema) the database at `path`. Throws
-  /// store_error, leaving the file as it was, when it cannot be opened, is not a SQLite
-  /// database, holds a newer schema or anything that is not trellis's.
+  /// Opens (creating it with exactly `options.file_mode` if needed, upgrading an older schema)
+  /// the database at `path`. Throws store_error, leaving the file as it was, when it cannot be
+  /// opened, is not a SQLite database, holds a newer schema or anything that is not trellis's;
+  /// invalid_option for a `file_mode` that lets others write.
   explicit SqliteStore(std::filesystem::path path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
