@@ -1368,17 +1368,7 @@ TEST_CASE("file store: a FIFO at journal.jsonl makes latest() a store_error at o
   CHECK(reading.get().find("not a regular file") != std::string::npos);
 }
 
-// Sets the process's umask for a scope.
-class UmaskScope {
- public:
-  explicit UmaskScope(mode_t mask) : old_(::umask(mask)) {}
-  ~UmaskScope() { ::umask(old_); }
-  UmaskScope(const UmaskScope&) = delete;
-  UmaskScope& operator=(const UmaskScope&) = delete;
-
- private:
-  mode_t old_;
-};
+using persist_test::UmaskScope;
 
 // Makes a run with every kind of file in it: journal, effects, events, lease, commit.lock.
 void fill_run(FileStore& store) {

@@ -21,23 +21,8 @@ using trellis::detail::Directory;
 using trellis::detail::Modes;
 using trellis::detail::unique_fd;
 
-mode_t mode_of(const fs::path& p) {
-  struct stat st {};
-  REQUIRE(::lstat(p.c_str(), &st) == 0);
-  return st.st_mode & 07777;
-}
-
-// Sets the umask for the scope of a test.
-class Umask {
- public:
-  explicit Umask(mode_t mask) : old_(::umask(mask)) {}
-  ~Umask() { ::umask(old_); }
-  Umask(const Umask&) = delete;
-  Umask& operator=(const Umask&) = delete;
-
- private:
-  mode_t old_;
-};
+using persist_test::mode_of;
+using Umask = persist_test::UmaskScope;
 
 }  // namespace
 
