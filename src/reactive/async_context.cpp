@@ -73,19 +73,19 @@ class AsyncContext::Scheduler final : public detail::EffectScheduler {
 
 AsyncContext::AsyncContext() : scheduler_(std::make_unique<Scheduler>(graph_, nullptr)) {
   detail::GraphLock lock(graph_);
-  graph_->scheduler = scheduler_.get();
+  graph_->set_executor(scheduler_.get());
 }
 
 AsyncContext::AsyncContext(tbb::task_arena& arena)
     : scheduler_(std::make_unique<Scheduler>(graph_, &arena)) {
   detail::GraphLock lock(graph_);
-  graph_->scheduler = scheduler_.get();
+  graph_->set_executor(scheduler_.get());
 }
 
 AsyncContext::~AsyncContext() {
   scheduler_->drain_quietly();
   detail::GraphLock lock(graph_);
-  graph_->scheduler = nullptr;
+  graph_->set_executor(nullptr);
 }
 
 void AsyncContext::drain() { scheduler_->drain(); }

@@ -23,7 +23,7 @@ class Cell {
   T get() const {
     detail::CellNode<T>* n = h_.node();
     detail::Graph* g = n->graph;
-    if (g->mutex != nullptr || (n->flags & detail::kDisposed) != 0) [[unlikely]]
+    if (g->shared() || (n->flags & detail::kDisposed) != 0) [[unlikely]]
       return get_slow(g, n);
     if (g->active_sub != nullptr) g->track(n);
     return n->value;
@@ -70,9 +70,11 @@ class Cell {
   bool disposed() const { return detail::node_disposed(h_.node()); }
 
   friend bool operator==(const Cell& a, const Cell& b) noexcept { return a.h_ == b.h_; }
-  detail::CellNode<T>* node() const noexcept { return h_.node(); }
 
  private:
+  friend struct detail::access;
+  detail::CellNode<T>* node() const noexcept { return h_.node(); }
+
   static const T& read_ref(detail::Graph* g, detail::CellNode<T>* n) {
     if ((n->flags & detail::kDisposed) != 0) [[unlikely]]
       detail::throw_disposed(n);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "trellis/reactive/cell.hpp"
+#include "trellis/reactive/detail/access.hpp"
 
 namespace trellis {
 
@@ -37,9 +38,11 @@ class CellView {
   friend bool operator==(const CellView& a, const CellView& b) noexcept {
     return a.cell_ == b.cell_;
   }
-  detail::CellNode<T>* node() const noexcept { return cell_.node(); }
 
  private:
+  friend struct detail::access;
+  detail::CellNode<T>* node() const noexcept { return detail::access::node(cell_); }
+
   Cell<T> cell_;
 };
 

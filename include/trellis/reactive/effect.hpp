@@ -33,10 +33,11 @@ class Effect {
   }
   /// True until disposed (or until the context is destroyed).
   bool active() const { return n_ != nullptr && !detail::node_disposed(n_); }
-  /// The graph node behind it (for the layers built on the graph); null when empty.
-  detail::Node* node() const noexcept { return n_; }
 
  private:
+  friend struct detail::access;
+  detail::Node* node() const noexcept { return n_; }  // null when empty
+
   void reset() noexcept {
     if (n_ == nullptr) return;
     try {

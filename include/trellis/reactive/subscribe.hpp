@@ -11,19 +11,25 @@
 #include <optional>
 #include <utility>
 
+#include "trellis/reactive/detail/access.hpp"
 #include "trellis/reactive/detail/basic_context.hpp"
 #include "trellis/reactive/untracked.hpp"
 
 namespace trellis {
 namespace detail {
 
+/// The signal hub of one observed node, attached to the node (lifetime.hpp's attachments).
 template <class T>
-struct Hub final : HubBase {
+struct Hub final : Attachment {
   boost::signals2::signal<void(const T&)> changed;
   std::optional<T> last;
   Effect watcher;
-  void close() noexcept override { changed.disconnect_all_slots(); }
+  /// The node was disposed: disconnect every slot.
+  void detach() noexcept override { changed.disconnect_all_slots(); }
 };
+
+/// The key of subscribe()'s hub among a node's attachments.
+inline constexpr char hub_key = 0;
 
 }  // namespace detail
 
@@ -36,11 +42,11 @@ template <class Handle, class F>
     "disconnects f, so a discarded one is never called")]] boost::signals2::scoped_connection
 subscribe(const Handle& node, F&& f) {
   using T = typename Handle::value_type;
-  auto* n = node.node();
+  auto* n = detail::access::node(node);
   detail::Graph* g = n->graph;
   detail::GraphLock lock(g);
   if ((n->flags & detail::kDisposed) != 0) detail::throw_disposed(n);
-  auto* hub = static_cast<detail::Hub<T>*>(g->hub(n));
+  auto* hub = static_cast<detail::Hub<T>*>(g->attachment(n, &detail::hub_key));
   if (hub == nullptr) {
     auto fresh = std::make_shared<detail::Hub<T>>();
     hub = fresh.get();
@@ -55,7 +61,7 @@ subscribe(const Handle& node, F&& f) {
       self->last = now;
       untracked([&] { self->changed(now); });
     });
-    g->set_hub(n, std::move(fresh));
+    g->attach(n, &detail::hub_key, std::move(fresh));
   }
   return boost::signals2::scoped_connection(hub->changed.connect(std::forward<F>(f)));
 }

@@ -20,6 +20,7 @@
 
 #include "trellis/machine/send_result.hpp"
 #include "trellis/reactive/cell.hpp"
+#include "trellis/reactive/detail/access.hpp"
 #include "trellis/reactive/detail/basic_context.hpp"
 
 namespace trellis::detail {
@@ -79,12 +80,7 @@ class MachineCore {
 
  protected:
   /// The state cell, or disposed_error; call with the graph's lock held.
-  [[gnu::always_inline]] CellNode<S>* live_cell() const {
-    CellNode<S>* n = cell_.node();
-    if ((n->flags & kDisposed) != 0) [[unlikely]]
-      throw_disposed(n);
-    return n;
-  }
+  [[gnu::always_inline]] CellNode<S>* live_cell() const { return live_node(cell_); }
 
   /// What `step` makes of `e` in state `current`: the new state, or nullopt with `result` set
   /// (Rejected: the step refused it; Unchanged: the same state, nothing to commit).
@@ -103,8 +99,7 @@ class MachineCore {
   /// Commits `next` (a state different from the current one) and tells the graph.
   void commit(CellNode<S>* n, S&& next) {
     if (!watched_) {
-      n->value = std::move(next);
-      g_->written(n);
+      write_cell(n, std::move(next));
       return;
     }
     commit_observed(n, std::move(next));
@@ -113,13 +108,12 @@ class MachineCore {
   /// commit() for a machine with observers: logs the transition and has it delivered.
   void commit_observed(CellNode<S>* n, S&& next) {
     std::exception_ptr first;
-    if (g_->batch_depth == 0 && g_->scheduler == nullptr && !dispatching_ && log_.empty()) {
+    if (!g_->in_batch() && !g_->has_executor() && !dispatching_ && log_.empty()) {
       // The common case, outside a batch on the sending thread: tell observers right away,
       // without going through the log. Dispatching starts before the effects run, so a send
       // made by one of them is logged and told after this transition, in commit order.
-      S from = std::move(n->value);
       S to = next;
-      n->value = std::move(next);
+      S from = exchange_cell_value(n, std::move(next));
       const std::uint64_t seq = ++commits_;
       dispatching_ = true;
       try {
@@ -134,14 +128,14 @@ class MachineCore {
       if (first) std::rethrow_exception(first);
       return;
     }
-    log_.push_back(Entry{n->value, next, g_->current_batch(), ++commits_});
-    n->value = std::move(next);
+    log_.push_back(Entry{cell_value(n), next, g_->current_batch(), ++commits_});
+    (void)exchange_cell_value(n, std::move(next));
     try {
       g_->written(n);  // effects and signals reading the state first
     } catch (...) {
       first = std::current_exception();  // the transition is committed: still tell observers
     }
-    if (g_->batch_depth == 0 && g_->scheduler == nullptr) {
+    if (!g_->in_batch() && !g_->has_executor()) {
       // Outside a batch, on the sending thread: tell observers now, unless this send comes
       // from an observer or an effect of a dispatch under way, which tells it once that
       // returns.
@@ -154,13 +148,10 @@ class MachineCore {
       }
     } else {
       // At the end of the batch, or on the executor: the dispatcher effect runs then.
-      g_->request_run(dispatcher_.node());
-      if (g_->batch_depth == 0) {
-        try {
-          g_->flush();
-        } catch (...) {
-          if (!first) first = std::current_exception();
-        }
+      try {
+        run_at_flush(dispatcher_);
+      } catch (...) {
+        if (!first) first = std::current_exception();
       }
     }
     if (first) std::rethrow_exception(first);
@@ -271,14 +262,13 @@ class MachineCoreFor final : public MachineCore<S, E> {
   SendResult send(const E& e) override {
     GraphLock lock(this->g_);
     CellNode<S>* n = this->live_cell();
-    std::optional<S> next = step_(std::as_const(n->value), e);
+    std::optional<S> next = step_(cell_value(n), e);
     if (!next) return SendResult::Rejected;
-    if (same_value(*next, n->value)) return SendResult::Unchanged;
+    if (same_value(*next, cell_value(n))) return SendResult::Unchanged;
     if (this->watched_) [[unlikely]] {
       this->commit_observed(n, std::move(*next));
     } else {
-      n->value = std::move(*next);
-      this->g_->written(n);
+      write_cell(n, std::move(*next));
     }
     return SendResult::Transitioned;
   }

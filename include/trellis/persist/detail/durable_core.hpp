@@ -282,12 +282,12 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     refuse_if_unusable();
     CellNode<S>* n = this->live_cell();
     SendResult result = SendResult::Transitioned;
-    std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
+    std::optional<S> next = this->decide(step_, cell_value(n), e, result);
     if (!next) return result;
     std::uint64_t epoch = refused_epoch(epoch_);
     try {
       epoch = next_epoch(epoch_);
-      persist_one(n->value, *next, e, epoch);
+      persist_one(cell_value(n), *next, e, epoch);
     } catch (const persist_outcome_unknown& err) {
       make_unusable(err.what());
       emit(PersistEvent::Kind::persist_failed, epoch, err.what());
@@ -305,7 +305,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
   // ------------------------------------------------------------------ group
 
   SendResult send_group(const E& e) {
-    if (this->g_->mutex->held_by_me()) return send_group_alone(e);
+    if (this->g_->locked_by_this_thread()) return send_group_alone(e);
     Ticket ticket;
     std::unique_lock gl(gm_);
     refuse_if_unusable();
@@ -441,7 +441,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
       std::condition_variable& cv;
       ~Wake() { cv.notify_all(); }
     } wake{gcv_};
-    CellNode<S>* n = this->cell_.node();
+    CellNode<S>* n = access::node(this->cell_);
     for (;;) {
       Accepted a;
       {
@@ -482,7 +482,7 @@ class DurableCore final : public MachineCore<S, E>, public DurableCoreBase {
     GraphLock lock(this->g_);
     CellNode<S>* n = this->live_cell();
     SendResult result = SendResult::Transitioned;
-    std::optional<S> next = this->decide(step_, std::as_const(n->value), e, result);
+    std::optional<S> next = this->decide(step_, cell_value(n), e, result);
     if (!next) return result;
     std::uint64_t epoch = refused_epoch(epoch_);
     try {  // refused here, before it is committed: the writer could only fail on it later

@@ -147,11 +147,11 @@ class BasicContext {
   /// Effect runs allowed in one flush before it stops with budget_error (default 1,000,000).
   void set_effect_budget(std::size_t runs) {
     GraphLock lock(graph_);
-    graph_->effect_budget = runs;
+    graph_->set_effect_budget(runs);
   }
   std::size_t effect_budget() const {
     GraphLock lock(graph_);
-    return graph_->effect_budget;
+    return graph_->effect_budget();
   }
   /// Live (created and not disposed) nodes of this context.
   std::size_t node_count() const {

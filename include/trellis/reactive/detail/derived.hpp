@@ -21,7 +21,7 @@ class DerivedHandle {
   T get() const {
     ValueNode<T>* n = h_.node();
     Graph* g = n->graph;
-    if (g->mutex != nullptr ||
+    if (g->shared() ||
         (n->flags & (kDirty | kPending | kEvaluating | kDisposed | kFailed | kRecheck)) != 0)
         [[unlikely]]
       return get_slow(g, n);
@@ -45,9 +45,11 @@ class DerivedHandle {
   friend bool operator==(const DerivedHandle& a, const DerivedHandle& b) noexcept {
     return a.h_ == b.h_;
   }
-  ValueNode<T>* node() const noexcept { return h_.node(); }
 
  private:
+  friend struct access;
+  ValueNode<T>* node() const noexcept { return h_.node(); }
+
   [[gnu::noinline]] static T get_slow(Graph* g, ValueNode<T>* n) {
     GraphLock lock(g);
     return fresh(g, n);

@@ -5,9 +5,12 @@
 
 #include <utility>
 
-#include "trellis/reactive/detail/graph.hpp"
+#include "trellis/reactive/detail/lifetime.hpp"
 
 namespace trellis::detail {
+
+/// The one friend of every public handle: reaches the node behind it (access.hpp).
+struct access;
 
 /// Tag: the handle takes over the first-handle reference a new node is born with.
 struct adopt_t {

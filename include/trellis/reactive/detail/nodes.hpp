@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "trellis/reactive/detail/graph.hpp"
+#include "trellis/reactive/detail/lifetime.hpp"
 
 namespace trellis::detail {
 
