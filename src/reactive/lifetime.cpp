@@ -83,11 +83,7 @@ void Graph::finish_dispose(Node* n) {
   } catch (...) {
     err = std::current_exception();
   }
-  Link* first = n->deps;
-  n->deps_tail = nullptr;
-  drop_deps_from(n, first);
-  drain_unwatched();
-  detach_subs(n);
+  unlink(n);
   if ((n->flags & kAttached) != 0) drop_attachments(n);
   unlive(n);
   n->on_dispose();

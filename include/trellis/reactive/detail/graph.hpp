@@ -238,11 +238,17 @@ class GraphCore {
   bool check_dirty(Node* n);
 
   // ---- link / unlink
-  /// Drops every dependency of `n` from `first` on (computeds left unwatched drop theirs).
-  void drop_deps_from(Node* n, Link* first) noexcept;
-  void drain_unwatched() noexcept;
-  /// Unlinks every subscriber of `n`; they become dirty (and fail when next evaluated).
-  void detach_subs(Node* n);
+  /// Unlinks `n` both ways: from its dependencies (a computed left with no subscriber drops
+  /// its own) and from its subscribers, which become dirty (and fail when next evaluated) but
+  /// are not run.
+  void unlink(Node* n) {
+    n->deps_tail = nullptr;
+    if (Link* first = n->deps; first != nullptr) {
+      drop_deps_from(n, first);
+      drain_unwatched();
+    }
+    if (n->subs != nullptr) detach_subs(n);
+  }
   /// Frees every link block at once (the context's end, when no edge survives).
   void free_all_links() noexcept {
     link_blocks_.clear();
@@ -255,6 +261,10 @@ class GraphCore {
 
  private:
   void add_link(Node* dep, Node* sub, Link* prev, Link* next);
+  /// Drops every dependency of `n` from `first` on (computeds left unwatched drop theirs).
+  void drop_deps_from(Node* n, Link* first) noexcept;
+  void drain_unwatched() noexcept;
+  void detach_subs(Node* n);
   Link* alloc_link();
   void free_link(Link* l) noexcept {
     l->next_dep = free_links_;
