@@ -41,7 +41,7 @@
 #include <trellis/agent/errors.hpp>
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/sqlite_store.hpp>
-#include <trellis/persist/failpoint.hpp>
+#include <trellis/agent/failpoint.hpp>
 
 #include <poll.h>
 #include <signal.h>
@@ -409,7 +409,7 @@ Observed check_run(const Scenario& sc) {
 
 // --- the failpoints --------------------------------------------------------------------------
 
-/// The agent's failpoints (failpoint.hpp), and how often one un-killed drive of the order graph
+/// The agent's failpoints (agent/failpoint.hpp), and how often one un-killed drive of the order graph
 /// reaches each: four effects (the rerun of gate after the approval replays its request);
 /// eight commits (plan, the pause, the approval, gate, charge, receipt, notify, done or the
 /// failure); one

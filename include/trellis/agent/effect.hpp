@@ -146,28 +146,4 @@ std::string effect_key(std::string_view run_id, std::string_view node, std::uint
 /// The key of the compensation of the effect keyed `key`.
 std::string compensation_key(std::string_view key);
 
-/// An effect's call threw (its receipt holds the error): thrown by RunContext::effect on the
-/// first call and, from the receipt, on every replay, so a node sees the same thing either way.
-class effect_failed : public error {
- public:
-  effect_failed(std::string key, const std::string& what) : error(what), key_(std::move(key)) {}
-  const std::string& key() const noexcept { return key_; }
-
- private:
-  std::string key_;
-};
-
-/// An at_most_once effect was started and has no receipt: it may or may not have happened, and
-/// it is never re-run automatically. The graph fails the run with
-/// Reason::reconciliation_required (a node cannot swallow it).
-class reconciliation_required : public error {
- public:
-  reconciliation_required(std::string key, const std::string& what)
-      : error(what), key_(std::move(key)) {}
-  const std::string& key() const noexcept { return key_; }
-
- private:
-  std::string key_;
-};
-
 }  // namespace trellis::agent

@@ -61,7 +61,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/machine/state_machine.hpp"
 #include "trellis/persist/detail/durable_core.hpp"
 #include "trellis/persist/detail/json_convertible.hpp"
@@ -88,7 +88,7 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
     auto adapted = this->adapt(std::move(step));
     detail::Graph* g = graph_of(ctx);
     if (options.durability == Durability::group && !g->shared())
-      throw error("trellis: Durability::group needs a ThreadSafeContext (machine '" +
+      throw invalid_option("trellis: Durability::group needs a ThreadSafeContext (machine '" +
                   path.string() + "')");
     if (path.empty())
       throw invalid_option("trellis: DurableStateMachine: the sidecar path is empty");

@@ -53,7 +53,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
 #include "trellis/persist/durability.hpp"
 #include "trellis/persist/journal.hpp"
