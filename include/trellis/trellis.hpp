@@ -4,6 +4,7 @@
 /// trellis::sqlite, is included on its own: <trellis/agent/sqlite_store.hpp>).
 
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/failpoint.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"

@@ -1,16 +1,10 @@
 #pragma once
 // Private to src/agent: the record encoding FileStore and SqliteStore share.
 //
-// A run's checkpoints are stored as a chain of records. A *full* record holds the whole
-// checkpoint; a *delta* record holds only what changed since the record before it:
-//
-//     {"seq":N,"full":{<checkpoint JSON without seq>}}
-//     {"seq":N,"set":{<changed members>},"unset":[<removed members>],
-//      "state_set":{<changed top-level state members>},"state_unset":[...]}
-//
-// (empty parts are left out). The state is diffed one level deep when both the old and the
-// new state are JSON objects, so a big member that did not change costs nothing; otherwise a
-// changed state goes whole into "set". A full record starts a run and then every
+// A run's checkpoints are stored as a chain of records: a *full* record holds the whole
+// checkpoint, a *delta* record only what changed since the record before it (the format:
+// docs/formats.md, section "FileStore layout"). The state is diffed one level deep, so a big
+// member that did not change costs nothing. A full record starts a run and then every
 // `snapshot_every`-th record, which bounds both the cost of reading one checkpoint (at most
 // that many records back) and the damage a bad record can do. Why not a byte-level diff or
 // compression: the members that change per step are small (seq, step, next node, a few

@@ -8,7 +8,7 @@
 
 #include "checkpoint_codec.hpp"
 #include "trellis/agent/errors.hpp"
-#include "trellis/persist/failpoint.hpp"
+#include "trellis/agent/failpoint.hpp"
 
 namespace trellis::agent {
 namespace detail {

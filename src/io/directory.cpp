@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "trellis/error.hpp"
+#include "trellis/base/error.hpp"
 
 namespace trellis::detail {
 

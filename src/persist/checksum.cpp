@@ -7,7 +7,7 @@
 #include <array>
 #include <memory>
 
-#include "trellis/error.hpp"
+#include "trellis/base/error.hpp"
 
 namespace trellis::detail {
 

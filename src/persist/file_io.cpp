@@ -7,7 +7,7 @@
 #include <cerrno>
 
 #include "dir_io.hpp"
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace trellis::detail {
 

@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace trellis::detail {
 
-// trellis::max_json_depth (error.hpp): deeper JSON is refused before anything recurses over
+// trellis::max_json_depth (base/error.hpp): deeper JSON is refused before anything recurses over
 // it (dump, destruction), by the readers here and by check_writable before a write.
 using trellis::max_json_depth;
 

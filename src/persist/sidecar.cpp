@@ -18,7 +18,7 @@
 #include "dir_io.hpp"
 #include "file_io.hpp"
 #include "json_text.hpp"
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
 namespace trellis {

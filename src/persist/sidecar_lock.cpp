@@ -14,7 +14,7 @@
 
 #include "dir_io.hpp"
 #include "file_io.hpp"
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace trellis {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "trellis/error.hpp"
+#include "trellis/reactive/errors.hpp"
 
 namespace trellis::detail {
 

@@ -39,9 +39,9 @@
 /// per key, hits per failpoint).
 #include <trellis/agent/effect.hpp>
 #include <trellis/agent/errors.hpp>
+#include <trellis/agent/failpoint.hpp>
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/sqlite_store.hpp>
-#include <trellis/persist/failpoint.hpp>
 
 #include <poll.h>
 #include <signal.h>
@@ -409,8 +409,8 @@ Observed check_run(const Scenario& sc) {
 
 // --- the failpoints --------------------------------------------------------------------------
 
-/// The agent's failpoints (failpoint.hpp), and how often one un-killed drive of the order graph
-/// reaches each: four effects (the rerun of gate after the approval replays its request);
+/// The agent's failpoints (agent/failpoint.hpp), and how often one un-killed drive of the order
+/// graph reaches each: four effects (the rerun of gate after the approval replays its request);
 /// eight commits (plan, the pause, the approval, gate, charge, receipt, notify, done or the
 /// failure); one
 /// pause; resume.started when the approval resumes the run and, for the saga, when the failed

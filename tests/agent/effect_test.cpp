@@ -9,7 +9,7 @@
 
 #include <trellis/agent/effect.hpp>
 #include <trellis/agent/errors.hpp>
-#include <trellis/persist/failpoint.hpp>
+#include <trellis/agent/failpoint.hpp>
 
 #include <doctest/doctest.h>
 

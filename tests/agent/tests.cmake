@@ -3,13 +3,15 @@
 # MemoryStore with a manual clock. Included from tests/CMakeLists.txt (after
 # trellis_add_test_executable is defined).
 trellis_add_test_executable(trellis_agent_tests ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp)
 find_package(OpenSSL REQUIRED)  # effect_test.cpp computes SHA-256 on its own, apart from the library
 target_link_libraries(trellis_agent_tests PRIVATE OpenSSL::Crypto)
 # Golden files are read from the source tree (where TRELLIS_UPDATE_GOLDEN=1 rewrites them),
 # whatever the build or working directory.
 target_compile_definitions(trellis_agent_tests PRIVATE
-  TRELLIS_AGENT_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
+  TRELLIS_AGENT_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden"
+  TRELLIS_DOCS_DIR="${PROJECT_SOURCE_DIR}/docs")  # errors_test.cpp reads docs/errors.md
 add_test(NAME trellis_agent_tests COMMAND trellis_agent_tests)
 set_tests_properties(trellis_agent_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 

@@ -12,6 +12,7 @@ endif()
 
 trellis_add_test_executable(trellis_persist_tests
   ${CMAKE_CURRENT_LIST_DIR}/directory_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/failpoint_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/journal_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_writable_test.cpp

@@ -12,23 +12,13 @@
 ///                     });
 /// ```
 ///
-/// The protocol, per effect:
-/// 1. Its idempotency key is SHA-256 (OpenSSL) of the run id, node, step, the effect's ordinal
-///    within the step, its name and the canonical JSON of its arguments: the same effect in the
-///    same place of a run always gets the same key; two effects of one step never share one.
-/// 2. A stored receipt short-circuits the call: the stored result is returned, a stored error
-///    is thrown again (as effect_failed). A transient error's receipt is not final: the retry
-///    re-issues the call with the same key.
-/// 3. Otherwise a `started` record {key, name, arguments, policy} is committed (durably) in
-///    the run's store, the function is called with the key, and its receipt (the result, or
-///    the error) is committed right after. The step's checkpoint then lists the keys of the
-///    effects it made (Checkpoint::effects).
-/// 4. A `started` record without a receipt (a crash during the call) is handled by the policy:
-///    idempotent and at_least_once re-issue the call with the same key; at_most_once never
-///    re-runs it: the run fails with Reason::reconciliation_required, naming the key and the
-///    arguments, for a person (or a script) to check the external system.
+/// The protocol (the idempotency key, the started record and the receipt, what a replay
+/// does under each policy; version 1) is described in docs/formats.md, section "Effect
+/// protocol": a stored receipt short-circuits the call, and a started record without one (a
+/// crash during the call) is re-issued with the same key, except under at_most_once, which
+/// fails the run with Reason::reconciliation_required.
 ///
-/// 5. A store failure around a call (the started record or the receipt cannot be committed)
+/// A store failure around a call (the started record or the receipt cannot be committed)
 ///    is infrastructure, not the node's failure: the attempt does not commit, whatever the node
 ///    does with the exception, and run()/resume() throw it; a later resume applies step 4.
 ///
@@ -145,29 +135,5 @@ std::string effect_key(std::string_view run_id, std::string_view node, std::uint
 
 /// The key of the compensation of the effect keyed `key`.
 std::string compensation_key(std::string_view key);
-
-/// An effect's call threw (its receipt holds the error): thrown by RunContext::effect on the
-/// first call and, from the receipt, on every replay, so a node sees the same thing either way.
-class effect_failed : public error {
- public:
-  effect_failed(std::string key, const std::string& what) : error(what), key_(std::move(key)) {}
-  const std::string& key() const noexcept { return key_; }
-
- private:
-  std::string key_;
-};
-
-/// An at_most_once effect was started and has no receipt: it may or may not have happened, and
-/// it is never re-run automatically. The graph fails the run with
-/// Reason::reconciliation_required (a node cannot swallow it).
-class reconciliation_required : public error {
- public:
-  reconciliation_required(std::string key, const std::string& what)
-      : error(what), key_(std::move(key)) {}
-  const std::string& key() const noexcept { return key_; }
-
- private:
-  std::string key_;
-};
 
 }  // namespace trellis::agent

@@ -1,62 +1,109 @@
 #pragma once
 /// @file
-/// The agent layer's errors. Each is a snake_case class deriving from trellis::error; why a
-/// run *ended* is not an exception but a reason code in its Outcome (see outcome.hpp).
+/// The agent layer's errors (codes "agent.*", listed in docs/errors.md). Each is a snake_case
+/// class deriving from trellis::error; why a run *ended* is not an exception but a reason code
+/// in its Outcome (see outcome.hpp).
 
 #include <string>
+#include <string_view>
+#include <utility>
 
-#include "trellis/error.hpp"
+#include "trellis/base/error.hpp"
 
 namespace trellis::agent {
 
 /// A node's failure that is worth retrying (a timeout, a rate limit, a connection reset): the
 /// graph re-runs the node per its retry policy. Any other exception fails the run at once.
+/// Code "agent.transient".
 class transient_error : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// Another worker is advancing this run (it holds the run's lease, or committed first).
+/// Code "agent.run_busy".
 class run_busy : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
-/// No run with this id exists in the store.
+/// No run with this id exists in the store. Code "agent.unknown_run".
 class unknown_run : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// The run has already ended (succeeded or failed): it cannot be resumed.
+/// Code "agent.run_finished".
 class run_finished : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// The run was stored by a graph with other nodes or another version.
+/// Code "agent.graph_mismatch".
 class graph_mismatch : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// A run id that could escape a store's namespace (path separators, "..", too long, empty).
+/// Code "agent.invalid_run_id".
 class invalid_run_id : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// The graph is misdeclared (no entry, a duplicate or unknown node name) or misused (resuming
-/// a run that waits for approval without a decision).
+/// a run that waits for approval without a decision). Code "agent.graph".
 class graph_error : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
 };
 
 /// A store could not read or write (I/O, a corrupt record, a database error).
+/// Code "agent.store".
 class store_error : public error {
  public:
   using error::error;
+  std::string_view id() const noexcept override;
+};
+
+/// An effect's call threw (its receipt holds the error): thrown by RunContext::effect on the
+/// first call and, from the receipt, on every replay, so a node sees the same thing either way.
+/// Code "agent.effect_failed".
+class effect_failed : public error {
+ public:
+  effect_failed(std::string key, const std::string& what) : error(what), key_(std::move(key)) {}
+  std::string_view id() const noexcept override;
+  /// The idempotency key of the effect.
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+/// An at_most_once effect was started and has no receipt: it may or may not have happened, and
+/// it is never re-run automatically. The graph fails the run with
+/// Reason::reconciliation_required (a node cannot swallow it).
+/// Code "agent.reconciliation_required".
+class reconciliation_required : public error {
+ public:
+  reconciliation_required(std::string key, const std::string& what)
+      : error(what), key_(std::move(key)) {}
+  std::string_view id() const noexcept override;
+  /// The idempotency key of the effect.
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
 };
 
 }  // namespace trellis::agent

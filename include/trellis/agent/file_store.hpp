@@ -2,35 +2,17 @@
 /// @file
 /// `FileStore`: the embedded default store. Plain files under one root directory, no database.
 ///
-/// Layout (one directory per run; run ids pass `check_run_id`, so they name a directory
-/// directly under the root and nothing else):
-///
-///     <root>/<run id>/journal.jsonl   the checkpoints: append-only, one record a line
-///     <root>/<run id>/effects.jsonl   the effect records: append-only, one record a line
-///                                     (created by the run's first put_effect)
-///     <root>/<run id>/events.jsonl    the event log (observability: appended, not fsync'd)
-///     <root>/<run id>/lease           flock'd by the lease holder, who writes
-///                                     "epoch <n> <holder id>\n<pid> <owner>\n" (released:
-///                                     "epoch <n>\n", so the next holder's epoch is n + 1)
-///     <root>/<run id>/commit.lock     flock'd around every journal and effects write (any
-///                                     process)
-///     <root>/<run id>/journal.jsonl.tmp-trellis-<16 hex>
-///                                     a journal being created or rewritten (removed when
-///                                     the next run of that id is created)
-///
-/// A journal line is a chain record (full checkpoint, or only the members that changed since
-/// the line before, with a full one every `snapshot_every` lines; see FileStoreOptions) plus
-/// "checksum":"sha256:<hex>" over the canonical dump of the rest, written with one write(2)
-/// and one fdatasync. An effects line is a whole EffectRecord plus the same checksum, written
-/// the same way; the newest line of a key is its record, and `effects` lists the keys in the
-/// order of their first lines. The run directory and the root are fsync'd when an entry
-/// appears in them. A crash mid-append can only leave an unterminated last line (each line is
-/// written with one write(2) ending in its newline): readers ignore it and the next writer cuts
-/// it off before appending. A complete line that does not decode (a bad checksum, the last line
-/// included) was acknowledged once and is corruption: a store_error naming the file and the
-/// line, and the file is never cut or rewritten. So a run whose only checkpoint line is damaged
-/// is reported (latest, create and Graph::run throw), never taken for a missing run. The same
-/// holds for events.jsonl (without checksums: a complete line that is not JSON).
+/// One directory per run under the root (journal.jsonl, effects.jsonl, events.jsonl, lease,
+/// commit.lock) holding checksummed JSON lines, each appended with one write(2) and one
+/// fdatasync; the layout and the record formats (version 1) are described in docs/formats.md,
+/// section "FileStore layout". The run directory and the root are fsync'd when an entry
+/// appears in them. A crash mid-append can only leave an unterminated last line: readers ignore
+/// it and the next writer cuts it off before appending. A complete line that does not decode
+/// (a bad checksum, the last line included) was acknowledged once and is corruption: a
+/// store_error naming the file and the line, and the file is never cut or rewritten. So a run
+/// whose only checkpoint line is damaged is reported (latest, create and Graph::run throw),
+/// never taken for a missing run. The same holds for events.jsonl (without checksums: a
+/// complete line that is not JSON).
 ///
 /// Files and links: the root given (and the path to it) may go through symbolic links; it is
 /// resolved once, by the constructor, and opened as a directory. Run directories and every

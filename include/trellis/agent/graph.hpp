@@ -78,6 +78,7 @@
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/events.hpp"
+#include "trellis/agent/failpoint.hpp"
 #include "trellis/agent/hooks.hpp"
 #include "trellis/agent/node.hpp"
 #include "trellis/agent/outcome.hpp"
@@ -89,7 +90,7 @@
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
 #include "trellis/persist/detail/json_convertible.hpp"
-#include "trellis/persist/failpoint.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/reactive/context.hpp"
 
 namespace trellis::agent {

@@ -10,16 +10,12 @@
 /// before anything is written to it (it stays byte for byte as it was, not even switched to
 /// WAL). Give trellis a database file of its own.
 ///
-/// Tables: `trellis_schema` (one row: the schema version; an older one is upgraded in place
-/// when opened), `runs` (one row per run: its newest seq, status and time), `checkpoints` (the
-/// chain records: a full checkpoint every `snapshot_every` rows, the members that changed in
-/// between, as in FileStore), `effects` (one row per effect key of a run: the newest
-/// EffectRecord as JSON and the position of the key's first put, which orders `effects`;
-/// kept by keep_last retention, deleted with the run), `events` and `leases`. Every checkpoint
-/// and effect row carries `checksum`, "sha256:<hex>" of its record text (schema 4; rows of an
-/// older database get theirs when it is upgraded): a record edited or damaged outside trellis
-/// is a store_error naming the database, never returned. Records are parsed with the file
-/// readers' nesting limit (max_json_depth).
+/// Tables `trellis_schema`, `runs`, `checkpoints`, `effects`, `events` and `leases`, schema
+/// version `schema_version` (an older one is upgraded in place when opened), are described in
+/// docs/formats.md, section "SQLite schema". Every checkpoint and effect row carries a
+/// checksum of its record text: a record edited or damaged outside trellis is a store_error
+/// naming the database, never returned. Records are parsed with the file readers' nesting
+/// limit (max_json_depth).
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
 /// is not `expected_seq`, and nothing is written), check and renew the worker's lease (below),

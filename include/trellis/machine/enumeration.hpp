@@ -38,7 +38,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "trellis/error.hpp"
+#include "trellis/base/error.hpp"
 
 namespace trellis {
 

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "trellis/error.hpp"
+#include "trellis/base/error.hpp"
 #include "trellis/machine/enumeration.hpp"
 #include "trellis/machine/transition_function.hpp"
 

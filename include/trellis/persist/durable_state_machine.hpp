@@ -61,11 +61,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/error.hpp"
 #include "trellis/machine/state_machine.hpp"
 #include "trellis/persist/detail/durable_core.hpp"
 #include "trellis/persist/detail/json_convertible.hpp"
 #include "trellis/persist/durability.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/journal.hpp"
 #include "trellis/persist/sidecar.hpp"
 #include "trellis/persist/sidecar_lock.hpp"
@@ -88,8 +88,8 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
     auto adapted = this->adapt(std::move(step));
     detail::Graph* g = graph_of(ctx);
     if (options.durability == Durability::group && !g->shared())
-      throw error("trellis: Durability::group needs a ThreadSafeContext (machine '" +
-                  path.string() + "')");
+      throw invalid_option("trellis: Durability::group needs a ThreadSafeContext (machine '" +
+                           path.string() + "')");
     if (path.empty())
       throw invalid_option("trellis: DurableStateMachine: the sidecar path is empty");
     std::string name = options.name.empty() ? path.stem().string() : options.name;

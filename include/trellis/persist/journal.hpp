@@ -4,13 +4,9 @@
 /// ("<sidecar>.journal"), so that a transition is durable after one fdatasync'd append rather
 /// than a full sidecar rewrite.
 ///
-/// Each line is one JSON object and a newline:
-///
-///     {"epoch":N,"event":<json>,"from":<json>,"to":<json>,"checksum":"sha256:<hex>"}
-///
-/// where the checksum is SHA-256 over the canonical dump of the other members (the object of
-/// epoch, event, from and to, printed by nlohmann::json::dump(): sorted keys, no spaces).
-/// Epochs strictly increase down the file. A line is acknowledged only after its one write(2),
+/// Each line is one checksummed JSON object (epoch, event, from, to) and a newline; the format
+/// (version 1) is described in docs/formats.md, section "Journal". Epochs strictly increase
+/// down the file. A line is acknowledged only after its one write(2),
 /// newline included, returned: a crash mid-append can only leave an unterminated last line,
 /// which `read_journal` ignores and reports as a torn tail. A complete line that does not
 /// decode (a bad checksum included), wherever it is, the last line too, is corruption: an

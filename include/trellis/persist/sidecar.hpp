@@ -2,17 +2,8 @@
 /// @file
 /// The JSON sidecar: one file per machine holding its last persisted state.
 ///
-/// A sidecar is one line of JSON (and a newline), members in this order:
-///
-///     {"format":"trellis.sidecar","version":1,"machine":NAME,"schema":N,"epoch":N,
-///      "state":<json>,"updated_at":"2024-05-01T12:00:00.000Z","checksum":"sha256:<hex>"}
-///
-/// The checksum is SHA-256 over the canonical text of every top-level member except
-/// "checksum": the object of those members dumped by nlohmann::json with no indentation,
-/// keys sorted (nlohmann::json's default object order, recursively), UTF-8 output
-/// (`json::dump()`). A reader recomputes it from the parsed document, so the member order and
-/// whitespace of the file do not matter, while any change to a value does. Unknown extra
-/// members are tolerated and covered by the checksum.
+/// A sidecar is one line of JSON with a SHA-256 checksum over its other members; the format
+/// (version `sidecar_version`) is described in docs/formats.md, section "Sidecar".
 ///
 /// `store_sidecar` replaces the file atomically (temp file, fsync, rename, directory fsync);
 /// `load_sidecar` never modifies it; a file that cannot be trusted raises

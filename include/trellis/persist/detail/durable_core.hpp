@@ -53,9 +53,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/error.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
 #include "trellis/persist/durability.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/journal.hpp"
 #include "trellis/persist/sidecar.hpp"
 #include "trellis/persist/sidecar_lock.hpp"

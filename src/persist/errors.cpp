@@ -1,6 +1,6 @@
-// Anchors the exception classes' vtables in the library and formats the persist/ messages.
+// The persist layer's error codes and messages; anchors the classes' vtables in the library.
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 #include <utility>
 
@@ -45,42 +45,51 @@ recovery_error::recovery_error(std::filesystem::path file, reason why, std::stri
       why_(why),
       detail_(std::move(detail)) {}
 
+// One literal per reason, so id() and name() share the spelling and return static storage.
+#define TRELLIS_RECOVERY_REASONS(X) \
+  X(unreadable)                     \
+  X(not_a_file)                     \
+  X(empty)                          \
+  X(truncated)                      \
+  X(not_json)                       \
+  X(not_an_object)                  \
+  X(bad_field)                      \
+  X(bad_checksum)                   \
+  X(foreign_format)                 \
+  X(future_version)                 \
+  X(foreign_machine)                \
+  X(bad_state)                      \
+  X(future_schema)                  \
+  X(bad_sequence)
+
 std::string_view recovery_error::name(reason why) noexcept {
   switch (why) {
-    case reason::unreadable:
-      return "unreadable";
-    case reason::not_a_file:
-      return "not_a_file";
-    case reason::empty:
-      return "empty";
-    case reason::truncated:
-      return "truncated";
-    case reason::not_json:
-      return "not_json";
-    case reason::not_an_object:
-      return "not_an_object";
-    case reason::bad_field:
-      return "bad_field";
-    case reason::bad_checksum:
-      return "bad_checksum";
-    case reason::foreign_format:
-      return "foreign_format";
-    case reason::future_version:
-      return "future_version";
-    case reason::foreign_machine:
-      return "foreign_machine";
-    case reason::bad_state:
-      return "bad_state";
-    case reason::future_schema:
-      return "future_schema";
-    case reason::bad_sequence:
-      return "bad_sequence";
+#define TRELLIS_RECOVERY_NAME(r) \
+  case reason::r:                \
+    return #r;
+    TRELLIS_RECOVERY_REASONS(TRELLIS_RECOVERY_NAME)
+#undef TRELLIS_RECOVERY_NAME
   }
   return "?";
 }
 
+std::string_view recovery_error::id() const noexcept {
+  switch (why_) {
+#define TRELLIS_RECOVERY_ID(r) \
+  case reason::r:              \
+    return "persist.recovery." #r;
+    TRELLIS_RECOVERY_REASONS(TRELLIS_RECOVERY_ID)
+#undef TRELLIS_RECOVERY_ID
+  }
+  return "persist.recovery";
+}
+
+#undef TRELLIS_RECOVERY_REASONS
+
 sidecar_locked::sidecar_locked(std::filesystem::path sidecar, std::optional<pid_t> holder)
     : error(locked_message(sidecar, holder)), path_(std::move(sidecar)), holder_(holder) {}
+
+std::string_view sidecar_locked::id() const noexcept { return "persist.sidecar_locked"; }
 
 persist_error::persist_error(std::filesystem::path file, std::string operation,
                              std::error_code code)
@@ -89,12 +98,8 @@ persist_error::persist_error(std::filesystem::path file, std::string operation,
       operation_(std::move(operation)),
       code_(code) {}
 
-unwritable_value::unwritable_value(std::string object, std::string member, std::string reason)
-    : error("trellis: cannot write " + object + ": " +
-            (member.empty() ? std::string("the value") : "member " + member) + " " + reason +
-            "; nothing was written"),
-      object_(std::move(object)),
-      member_(std::move(member)),
-      reason_(std::move(reason)) {}
+std::string_view persist_error::id() const noexcept { return "persist.write_failed"; }
+
+std::string_view persist_outcome_unknown::id() const noexcept { return "persist.outcome_unknown"; }
 
 }  // namespace trellis
