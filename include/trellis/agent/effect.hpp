@@ -18,9 +18,10 @@
 /// crash during the call) is re-issued with the same key, except under at_most_once, which
 /// fails the run with Reason::reconciliation_required.
 ///
-/// A store failure around a call (the started record or the receipt cannot be committed)
-///    is infrastructure, not the node's failure: the attempt does not commit, whatever the node
-///    does with the exception, and run()/resume() throw it; a later resume applies step 4.
+/// A store failure around a call (the started record or the receipt cannot be committed) is
+/// infrastructure, not the node's failure: the attempt does not commit, whatever the node does
+/// with the exception, and run()/resume() throw it; a later resume applies the rule for a
+/// started record without a receipt.
 ///
 /// What to know when writing one:
 /// - Throw transient_error only when the external system says the call did not happen (a 503

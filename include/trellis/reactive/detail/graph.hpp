@@ -22,11 +22,16 @@
 ///   links not read again are dropped, and a computed that loses its last subscriber drops its
 ///   own dependencies (it is re-evaluated when next read).
 ///
-/// No recursion: every walk (propagate, check_dirty, detaching) keeps its position on an
-/// explicit stack held by the graph and reused, so a 100,000-deep chain does not overflow the
-/// C++ stack. No allocation on the propagate path once the stack and the queue have grown;
-/// links come from a free list owned by the graph (a new dependency takes a block of 512 only
-/// when the list is empty). The user's callables, run by evaluate(), may of course allocate.
+/// No recursion in the algorithm: every walk (propagate, check_dirty, unlink) keeps its
+/// position on an explicit stack held by the graph and reused, so a write to the head of a
+/// 100,000-deep chain, and the pull that follows, do not grow the C++ stack. Evaluations nest
+/// only through the user's callables: a callable that reads a value not yet up to date (a
+/// computed never evaluated, whose dependencies are unknown) evaluates it from inside its own
+/// evaluation.
+/// No allocation on the propagate path: marking, queueing and checking allocate only when the
+/// explicit stack or the queue outgrow their largest size so far. Links come from a free list
+/// owned by the graph (a new dependency takes a block of 512 only when the list is empty); the
+/// user's callables, run by evaluate(), may of course allocate.
 
 #include <atomic>
 #include <cstddef>
