@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <trellis/machine/enumeration.hpp>
+#include <trellis/base/enumeration.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -66,7 +66,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/errors.hpp"
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/base/enumeration.hpp"
 
 namespace trellis::agent {
 

@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/base/enumeration.hpp"
 
 namespace trellis::agent {
 

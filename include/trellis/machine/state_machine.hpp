@@ -32,9 +32,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "trellis/base/subscription.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
 #include "trellis/machine/send_result.hpp"
-#include "trellis/machine/subscription.hpp"
 #include "trellis/reactive/async_context.hpp"
 #include "trellis/reactive/cell_view.hpp"
 #include "trellis/reactive/context.hpp"
