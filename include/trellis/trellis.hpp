@@ -28,6 +28,8 @@
 #include "trellis/reactive/computed.hpp"
 #include "trellis/reactive/context.hpp"
 #include "trellis/reactive/effect.hpp"
+#include "trellis/reactive/executor.hpp"
 #include "trellis/reactive/signal.hpp"
 #include "trellis/reactive/subscribe.hpp"
 #include "trellis/reactive/untracked.hpp"
+#include "trellis/tbb/arena_executor.hpp"
