@@ -66,7 +66,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/errors.hpp"
-#include "trellis/base/enumeration.hpp"
+#include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
 

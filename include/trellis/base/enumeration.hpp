@@ -10,6 +10,7 @@
 /// TRELLIS_ENUM(Light, Red, Green, Yellow);  // same namespace as the enum, at namespace scope
 /// }
 /// static_assert(trellis::enumeration<app::Light>::name(app::Light::Green) == "Green");
+/// // with #include <trellis/json/enumeration.hpp> (the `json` adapter):
 /// nlohmann::json j = app::Light::Red;      // "Red"
 /// auto l = j.get<app::Light>();            // app::Light::Red; "Purple" throws trellis::error
 /// ```
@@ -26,10 +27,12 @@
 /// }
 /// ```
 ///
-/// The JSON functions the macro defines are templates on the JSON type, so this header does not
-/// include nlohmann/json and a user who never converts to JSON pays nothing for them. They
+/// JSON: the macro also declares `to_json`/`from_json` hooks, templates on the JSON type that
 /// follow nlohmann's own `NLOHMANN_JSON_SERIALIZE_ENUM` pattern, so they win over nlohmann's
 /// default (the underlying integer) for `nlohmann::json` and `nlohmann::ordered_json` alike.
+/// Their bodies are the `json` adapter's, <trellis/json/enumeration.hpp>: this header includes
+/// no JSON library, and converting an enumeration without that header fails to compile with a
+/// message naming it (never silently as an integer).
 
 #include <array>
 #include <cstddef>
@@ -211,30 +214,27 @@ std::size_t listed_index(const T& v) {
   return *i;
 }
 
+/// Enumerations <-> JSON, for the hooks TRELLIS_ENUM defines: specialized by the `json`
+/// adapter (<trellis/json/enumeration.hpp>); the primary only says that it is missing.
+template <class Json>
+struct EnumJson {
+  static constexpr bool available = false;
+};
+
 template <class Json, class T>
 void enum_to_json(Json& j, const T& v) {
-  const std::string_view name = enumeration<T>::name(v);
-  if (name.empty()) throw_unlisted(v);
-  j = typename Json::string_t(name);
+  static_assert(EnumJson<Json>::available,
+                "trellis: converting a TRELLIS_ENUM type to JSON needs #include "
+                "<trellis/json/enumeration.hpp> (the trellis::json adapter)");
+  EnumJson<Json>::to(j, v);
 }
 
 template <class Json, class T>
 void enum_from_json(const Json& j, T& v) {
-  const std::string type(enumeration<T>::type_name);
-  if (!j.is_string()) {
-    // A whole object in a message helps nobody; the start of it says what went wrong.
-    std::string shown = j.dump();
-    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-    throw error("trellis: " + shown + " is not a " + type + " (expected a string, one of " +
-                enum_names_joined<T>() + ")");
-  }
-  const auto& text = j.template get_ref<const typename Json::string_t&>();
-  if (const auto parsed = enumeration<T>::from_name(text)) {
-    v = *parsed;
-    return;
-  }
-  throw error("trellis: '" + std::string(text) + "' is not a " + type + " (expected one of " +
-              enum_names_joined<T>() + ")");
+  static_assert(EnumJson<Json>::available,
+                "trellis: converting a TRELLIS_ENUM type from JSON needs #include "
+                "<trellis/json/enumeration.hpp> (the trellis::json adapter)");
+  EnumJson<Json>::from(j, v);
 }
 
 }  // namespace detail
@@ -242,9 +242,10 @@ void enum_from_json(const Json& j, T& v) {
 
 /// Declares the values of enum `Type` and their names, once: `TRELLIS_ENUM(Light, Red, Green,
 /// Yellow);` at namespace scope, in `Type`'s namespace. Lists bare value names; a value listed
-/// twice or a name that is not a bare identifier fails to compile. Also defines nlohmann_json
-/// `to_json`/`from_json` for `Type` by name (`from_json` of an unknown name or a non-string
-/// throws `trellis::error` naming the type and the value).
+/// twice or a name that is not a bare identifier fails to compile. Also declares nlohmann_json
+/// `to_json`/`from_json` for `Type` by name, which work once <trellis/json/enumeration.hpp> is
+/// included (`from_json` of an unknown name or a non-string throws `trellis::error` naming the
+/// type and the value).
 #define TRELLIS_ENUM(Type, ...)                                                               \
   constexpr auto trellis_enumerate(::trellis::enum_tag<Type>) {                               \
     using enum Type;                                                                          \
