@@ -16,9 +16,9 @@
 ///   returns once its transition is committed, and its observers run after the current
 ///   observer returns. S and E are copied between threads.
 /// - `AsyncStateMachine<S, E>` on an `AsyncContext`: `send()` and `state()` are synchronous;
-///   observers run later on the context's oneTBB executor, one at a time per machine, each
-///   committed transition in commit order; `drain()` waits for them. S and E are copied
-///   between threads.
+///   observers run later on the context's executor (oneTBB's by default), one at a time per
+///   machine, each committed transition in commit order; `drain()` waits for them. S and E are
+///   copied between threads.
 ///
 /// Inside `ctx.batch(...)`, the transitions of the batch reach observers as one (first from,
 /// last to), and not at all if the batch ends where it started.
