@@ -5,7 +5,7 @@
 // Usage: document_cycle [OUTPUT_DIR]   (default: the current directory)
 
 #include <trellis/machine/diagram.hpp>
-#include <trellis/machine/testing.hpp>
+#include <trellis/testing.hpp>
 #include <trellis/trellis.hpp>
 
 #include <cstdio>

@@ -18,7 +18,7 @@
 /// the rules; examples/document_cycle.cpp runs the machine and draws it.
 #pragma once
 
-#include <trellis/machine/enumeration.hpp>
+#include <trellis/base/enumeration.hpp>
 #include <trellis/machine/transition_table.hpp>
 
 #include <array>

@@ -26,7 +26,7 @@
 #include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph.hpp"
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/base/enumeration.hpp"
 
 namespace trellis::agent {
 

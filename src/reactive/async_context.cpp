@@ -1,35 +1,30 @@
-// AsyncContext: the executor policy. The graph calls schedule() under its lock; a task takes
-// the lock again and runs the effect through the same algorithm as every other context.
+// AsyncContext: the executor policy. The graph calls schedule() under its lock; a task posted
+// to the executor takes the lock again and runs the effect through the same algorithm as every
+// other context. The oneTBB constructors live in src/tbb/arena_executor.cpp.
 
 #include "trellis/reactive/async_context.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
-#include <optional>
-#include <thread>
+#include <utility>
+
+#include "trellis/error.hpp"
 
 namespace trellis {
 
 class AsyncContext::Scheduler final : public detail::EffectScheduler {
  public:
-  Scheduler(detail::Graph* g, tbb::task_arena* user) : graph_(g) {
-    if (user != nullptr) {
-      arena_ = user;
-    } else {
-      // No slot reserved for a joining thread: enqueued work must progress with none. TBB keeps
-      // one core for the application's own threads, hence hardware_concurrency - 1 workers.
-      const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-      own_.emplace(threads, 0);
-      arena_ = &*own_;
-    }
-  }
+  Scheduler(detail::Graph* g, Executor* executor, std::unique_ptr<Executor> own)
+      : graph_(g), own_(std::move(own)), executor_(own_ ? own_.get() : executor) {}
 
-  void schedule(detail::Node* n) override {
+  // noexcept: the graph has handed the effect over (it stays queued until it runs), so a
+  // task the executor refuses could neither run nor be reported; Executor says post() must
+  // not throw, and one that does terminates the program here.
+  void schedule(detail::Node* n) noexcept override {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
-    arena_->enqueue([this, n] { run(n); });
+    executor_->post([this, n] { run(n); });
   }
 
   void drain() {
@@ -58,26 +53,34 @@ class AsyncContext::Scheduler final : public detail::EffectScheduler {
       // this run is left, the loop-detection window closes.
       if (in_flight_.load(std::memory_order_relaxed) == 1) graph_->reset_async_window();
     }
+    finished();
+  }
+
+  void finished() noexcept {
     std::lock_guard guard(m_);
     if (in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_.notify_all();
   }
 
   detail::Graph* graph_;
-  std::optional<tbb::task_arena> own_;
-  tbb::task_arena* arena_ = nullptr;
+  std::unique_ptr<Executor> own_;  // destroyed after drain_quietly(): no task of ours is left
+  Executor* executor_;
   std::atomic<std::size_t> in_flight_{0};
   std::mutex m_;
   std::condition_variable idle_;
   std::exception_ptr error_;
 };
 
-AsyncContext::AsyncContext() : scheduler_(std::make_unique<Scheduler>(graph_, nullptr)) {
+AsyncContext::AsyncContext(Executor& executor)
+    : scheduler_(std::make_unique<Scheduler>(graph_, &executor, nullptr)) {
   detail::GraphLock lock(graph_);
   graph_->set_executor(scheduler_.get());
 }
 
-AsyncContext::AsyncContext(tbb::task_arena& arena)
-    : scheduler_(std::make_unique<Scheduler>(graph_, &arena)) {
+AsyncContext::AsyncContext(std::unique_ptr<Executor> executor) {
+  if (!executor) {
+    throw invalid_option("trellis: AsyncContext: the executor is a null std::unique_ptr");
+  }
+  scheduler_ = std::make_unique<Scheduler>(graph_, nullptr, std::move(executor));
   detail::GraphLock lock(graph_);
   graph_->set_executor(scheduler_.get());
 }

@@ -10,7 +10,7 @@
 #include <trellis/agent/graph.hpp>
 #include <trellis/agent/memory_store.hpp>
 #include <trellis/agent/run_monitor.hpp>
-#include <trellis/machine/testing.hpp>
+#include <trellis/testing.hpp>
 
 #include "agent_test_support.hpp"
 

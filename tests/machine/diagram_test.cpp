@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include <trellis/machine/golden.hpp>
-#include <trellis/machine/transition_matrix.hpp>
+#include <trellis/testing/golden.hpp>
+#include <trellis/testing/transition_matrix.hpp>
 
 #include "document_cycle.hpp"
 #include "traffic_light.hpp"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-#include <trellis/machine/enumeration.hpp>
+#include <trellis/base/enumeration.hpp>
+#include <trellis/json/enumeration.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

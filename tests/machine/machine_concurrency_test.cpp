@@ -9,6 +9,8 @@
 /// prompt failure. Run under ThreadSanitizer in CI.
 #include "test_support.hpp"
 
+#include <trellis/signals2/transitions.hpp>
+
 #include <boost/signals2/connection.hpp>
 
 #include <atomic>

@@ -9,6 +9,8 @@
 /// are in machine_concurrency_test.cpp.
 #include "test_support.hpp"
 
+#include <trellis/signals2/transitions.hpp>
+
 #include <boost/signals2/connection.hpp>
 
 #include <optional>

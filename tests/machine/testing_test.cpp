@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <trellis/machine/testing.hpp>
+#include <trellis/testing.hpp>
 
 #include <doctest/doctest.h>
 

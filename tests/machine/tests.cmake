@@ -28,4 +28,8 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
   "row_discarded|a row is added by its .to(state) or .stay() only"
-  "control|")
+  "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"
+  "enum_json_without_adapter|#include <trellis/json/enumeration.hpp>|40"
+  "control|"
+  "transitions_with_adapter|"
+  "machine_headers_std_only|")

@@ -5,7 +5,7 @@
 /// table, so the tests can check that both describe the same machine.
 #pragma once
 
-#include <trellis/machine/enumeration.hpp>
+#include <trellis/base/enumeration.hpp>
 #include <trellis/machine/transition_table.hpp>
 
 #include <optional>

@@ -6,7 +6,7 @@
 /// ThreadSanitizer in CI.
 #include "test_support.hpp"
 
-#include <trellis/reactive/subscribe.hpp>
+#include <trellis/signals2/subscribe.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "test_support.hpp"
 
-#include <trellis/reactive/subscribe.hpp>
+#include <trellis/signals2/subscribe.hpp>
 
 #include <optional>
 #include <string>

@@ -57,7 +57,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/errors.hpp"
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
 

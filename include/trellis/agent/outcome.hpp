@@ -10,7 +10,7 @@
 
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/run_status.hpp"
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
 

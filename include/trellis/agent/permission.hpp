@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
 

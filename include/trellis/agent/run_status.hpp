@@ -5,7 +5,7 @@
 /// The graph drives a StateMachine<RunStatus, RunEvent> over this table for every run, so an
 /// impossible status change cannot be committed.
 
-#include "trellis/machine/enumeration.hpp"
+#include "trellis/json/enumeration.hpp"
 #include "trellis/machine/transition_table.hpp"
 
 namespace trellis::agent {

@@ -23,9 +23,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "trellis/machine/enumeration.hpp"
-#include "trellis/machine/transition_matrix.hpp"
+#include "trellis/base/enumeration.hpp"
 #include "trellis/machine/transition_table.hpp"
+#include "trellis/testing/transition_matrix.hpp"
 
 namespace trellis::detail {
 

@@ -16,14 +16,17 @@
 ///   returns once its transition is committed, and its observers run after the current
 ///   observer returns. S and E are copied between threads.
 /// - `AsyncStateMachine<S, E>` on an `AsyncContext`: `send()` and `state()` are synchronous;
-///   observers run later on the context's oneTBB executor, one at a time per machine, each
-///   committed transition in commit order; `drain()` waits for them. S and E are copied
-///   between threads.
+///   observers run later on the context's executor (oneTBB's by default), one at a time per
+///   machine, each committed transition in commit order; `drain()` waits for them. S and E are
+///   copied between threads.
 ///
 /// Inside `ctx.batch(...)`, the transitions of the batch reach observers as one (first from,
 /// last to), and not at all if the batch ends where it started.
-
-#include <boost/signals2/signal.hpp>
+///
+/// Observers are std-only: `on_transition`, `on_enter` and `on_exit` return a
+/// `trellis::Subscription`. `transitions()`, the same transitions as a Boost.Signals2 signal,
+/// is the signals2 adapter's: it needs <trellis/signals2/transitions.hpp> (the umbrella
+/// header includes it), and says so at compile time when that header is missing.
 
 #include <concepts>
 #include <functional>
@@ -32,9 +35,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "trellis/base/subscription.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
 #include "trellis/machine/send_result.hpp"
-#include "trellis/machine/subscription.hpp"
 #include "trellis/reactive/async_context.hpp"
 #include "trellis/reactive/cell_view.hpp"
 #include "trellis/reactive/context.hpp"
@@ -42,7 +45,19 @@
 
 namespace trellis {
 
+/// The Boost.Signals2 signal of (from, to) that `transitions()` returns; defined (and
+/// complete) only with <trellis/signals2/transitions.hpp>.
+template <class S>
+class TransitionSignal;
+
 namespace detail {
+
+/// How `transitions()` reaches the signals2 adapter, which specializes this; the primary
+/// says the adapter is missing.
+template <class S, class E>
+struct TransitionsEdge {
+  static constexpr bool available = false;
+};
 
 /// The API every machine shares (plain or durable), over a type-erased core: the core decides
 /// and commits events, this front reads the state and registers observers.
@@ -55,7 +70,9 @@ class MachineFront {
  public:
   using state_type = S;
   using event_type = E;
-  using TransitionSignal = boost::signals2::signal<void(const S&, const S&)>;
+  /// A boost::signals2::signal<void(const S&, const S&)> (derived from it); complete with
+  /// <trellis/signals2/transitions.hpp>.
+  using TransitionSignal = ::trellis::TransitionSignal<S>;
 
   /// Decides `e` and commits the new state; observers run as the runner's header says.
   SendResult send(const E& e) { return core_->send(e); }
@@ -99,9 +116,18 @@ class MachineFront {
   }
 
   /// The committed transitions as a Boost.Signals2 signal of (from, to), for users who want
-  /// its connection semantics. Created on first use: a machine that never calls this pays
-  /// nothing for it.
-  TransitionSignal& transitions() { return core_->transitions(); }
+  /// its connection semantics; its slots are told after the on_transition observers. Created
+  /// on first use: a machine that never calls this pays nothing for it. Needs
+  /// <trellis/signals2/transitions.hpp> (and trellis::signals2, which brings Boost); a
+  /// template only so that it is checked where it is called.
+  template <class Edge = TransitionsEdge<S, E>>
+  TransitionSignal& transitions() {
+    static_assert(Edge::available,
+                  "trellis: machine.transitions() is the Boost.Signals2 edge: #include "
+                  "<trellis/signals2/transitions.hpp> (or observe with on_transition(f), which "
+                  "needs no Boost)");
+    return Edge::signal(*core_);
+  }
 
  protected:
   MachineFront() = default;

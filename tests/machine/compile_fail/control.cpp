@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Must compile: the correct use of what the other cases in this folder misuse.
 #include <trellis/machine/diagram.hpp>
-#include <trellis/machine/testing.hpp>
+#include <trellis/testing.hpp>
 
 #include <optional>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Must not compile: TRELLIS_ENUM lists Red twice; the diagnostic must say to list each once.
-#include <trellis/machine/enumeration.hpp>
+#include <trellis/base/enumeration.hpp>
 
 enum class Light { Red, Green };
 TRELLIS_ENUM(Light, Red, Green, Red);

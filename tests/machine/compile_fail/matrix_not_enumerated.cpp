@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Must not compile: the matrix needs every state listed; the diagnostic must name the fix.
-#include <trellis/machine/transition_matrix.hpp>
+#include <trellis/testing/transition_matrix.hpp>
 
 #include <optional>
 

@@ -7,8 +7,9 @@
 /// batch into a single (first from, last to). Because the dispatcher is an ordinary effect, the
 /// context's execution policy decides where observers run: on the sending thread (Context,
 /// ThreadSafeContext) or on the executor (AsyncContext).
-
-#include <boost/signals2/signal.hpp>
+///
+/// Adapters (the Boost.Signals2 `transitions()` signal) plug in as the machine's one sink,
+/// told after the observers; this header knows nothing of them.
 
 #include <cstdint>
 #include <exception>
@@ -25,11 +26,26 @@
 
 namespace trellis::detail {
 
+/// What an adapter attaches to a machine (MachineCore::sink()) to be told every committed
+/// transition, after the observers, for as long as the machine lives.
+template <class S>
+class TransitionSink {
+ public:
+  virtual ~TransitionSink() = default;
+  /// Called like an observer, with the graph's lock held; may throw (the first exception of a
+  /// delivery reaches the sender, as an observer's does).
+  virtual void told(const S& from, const S& to) = 0;
+
+ protected:
+  TransitionSink() = default;
+  TransitionSink(const TransitionSink&) = default;
+  TransitionSink& operator=(const TransitionSink&) = default;
+};
+
 template <class S, class E>
 class MachineCore {
  public:
   using Observer = std::function<void(const S&, const S&)>;
-  using TransitionSignal = boost::signals2::signal<void(const S&, const S&)>;
 
   MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)) {}
   MachineCore(const MachineCore&) = delete;
@@ -68,14 +84,17 @@ class MachineCore {
     if (!dispatching_) compact();
   }
 
-  TransitionSignal& transitions() {
+  /// The machine's sink, made by `make()` (a std::unique_ptr<TransitionSink<S>>) on first use.
+  /// One per machine: the Boost.Signals2 edge (signals2/transitions.hpp) is its only user.
+  template <class Make>
+  TransitionSink<S>& sink(Make make) {
     GraphLock lock(g_);
-    if (!signal_) {
+    if (!sink_) {
       ensure_dispatcher();
-      signal_ = std::make_unique<TransitionSignal>();
+      sink_ = make();
       watched_ = true;
     }
-    return *signal_;
+    return *sink_;
   }
 
  protected:
@@ -222,9 +241,9 @@ class MachineCore {
         if (!first) first = std::current_exception();
       }
     }
-    if (signal_) {
+    if (sink_) {
       try {
-        (*signal_)(from, to);
+        sink_->told(from, to);
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -234,7 +253,7 @@ class MachineCore {
   void compact() noexcept {
     removed_ = false;
     std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return s->removed; });
-    watched_ = !observers_.empty() || signal_ != nullptr;
+    watched_ = !observers_.empty() || sink_ != nullptr;
   }
 
   bool removed_ = false;
@@ -244,7 +263,7 @@ class MachineCore {
   std::vector<Entry> log_;
   std::vector<Entry> spare_;
   std::vector<std::unique_ptr<Slot>> observers_;
-  std::unique_ptr<TransitionSignal> signal_;
+  std::unique_ptr<TransitionSink<S>> sink_;
   Effect dispatcher_;
 };
 

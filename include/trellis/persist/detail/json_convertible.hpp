@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/json/enumeration.hpp"  // a TRELLIS_ENUM state persists by name
+
 namespace trellis::detail {
 
 template <class T>

@@ -1,0 +1,36 @@
+// The oneTBB adapter: ArenaExecutor, and AsyncContext's oneTBB constructors (declared in
+// reactive/async_context.hpp over a forward declaration of tbb::task_arena).
+
+#include "trellis/tbb/arena_executor.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+// The forward declaration in reactive/detail/tbb_fwd.hpp must name oneTBB's own class: had it
+// declared another, the real header would have clashed with it above, or this would fail.
+static_assert(std::is_same_v<tbb::task_arena, oneapi::tbb::task_arena> &&
+                  std::is_same_v<tbb::detail::d1::task_arena, oneapi::tbb::task_arena>,
+              "trellis: reactive/detail/tbb_fwd.hpp no longer matches oneTBB's tbb::task_arena");
+
+namespace trellis {
+
+ArenaExecutor::ArenaExecutor()
+    : own_(std::in_place, std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1),
+           0),
+      arena_(&*own_) {}
+
+ArenaExecutor::ArenaExecutor(tbb::task_arena& arena) noexcept : arena_(&arena) {}
+
+ArenaExecutor::~ArenaExecutor() = default;
+
+void ArenaExecutor::post(std::function<void()> task) { arena_->enqueue(std::move(task)); }
+
+AsyncContext::AsyncContext() : AsyncContext(std::make_unique<ArenaExecutor>()) {}
+
+AsyncContext::AsyncContext(tbb::task_arena& arena)
+    : AsyncContext(std::make_unique<ArenaExecutor>(arena)) {}
+
+}  // namespace trellis
