@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "file_io.hpp"
+#include <trellis/io/file_io.hpp>
 #include "trellis/error.hpp"
 
 namespace trellis {
