@@ -46,7 +46,8 @@ struct LeaseRefusal {
 
 /// One run inside one write transaction of a backend (its lock held, or its database
 /// transaction open): the primitive reads and writes the protocol is made of. What the
-/// primitives write becomes durable when the transaction ends without an exception.
+/// primitives write becomes durable when the transaction ends without an exception. The
+/// protocol calls newest_seq() before any write, so a backend may look the run up there.
 class RunWrite {
  public:
   /// The run's newest checkpoint seq; nullopt when the run does not exist.
