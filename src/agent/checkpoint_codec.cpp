@@ -8,7 +8,7 @@
 #include <utility>
 #include <variant>
 
-#include "../persist/json_text.hpp"
+#include <trellis/io/json_text.hpp>
 #include "trellis/agent/errors.hpp"
 
 namespace trellis::agent::detail {

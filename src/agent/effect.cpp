@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "../persist/checksum.hpp"
+#include <trellis/io/checksum.hpp>
 
 namespace trellis::agent {
 

@@ -13,7 +13,6 @@
 #include "trellis/agent/file_store.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,16 +23,17 @@
 #include <cstring>
 #include <utility>
 
-#include "../io/directory.hpp"
-#include "../io/line_log.hpp"
-#include "../persist/checksum.hpp"
-#include "../persist/file_io.hpp"
-#include "../persist/json_text.hpp"
+#include <trellis/io/atomic_file.hpp>
+#include <trellis/io/directory.hpp>
+#include <trellis/io/file_io.hpp>
+#include <trellis/io/file_lock.hpp>
+#include <trellis/io/json_text.hpp>
+#include <trellis/io/line_log.hpp>
+#include <trellis/io/utc_time.hpp>
+
 #include "checkpoint_codec.hpp"
 #include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
-#include "trellis/agent/graph.hpp"
-#include "trellis/persist/failpoint.hpp"
 
 namespace trellis::agent {
 
@@ -126,14 +126,6 @@ int open_regular_rw(const Directory& dir, const char* name, int flags, mode_t mo
   return 0;
 }
 
-void flock_blocking(int fd, const fs::path& path) {
-  int r = 0;
-  do {
-    r = ::flock(fd, LOCK_EX);
-  } while (r != 0 && errno == EINTR);
-  if (r != 0) fail(path, "flock", errno);
-}
-
 // True when `fd` is still the entry `name` of `dir` (it was not renamed away or replaced).
 bool same_entry(int fd, const Directory& dir, std::string_view name) {
   struct stat a {
@@ -167,12 +159,7 @@ std::string encode_line(const nlohmann::json& record) {
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: file store: a record cannot be encoded: ") + e.what());
   }
-  const std::string checksum = trellis::detail::checksum_of(body);
-  body.pop_back();  // the closing brace of a non-empty object
-  body += ",\"checksum\":\"";
-  body += checksum;
-  body += "\"}\n";
-  return body;
+  return trellis::detail::checksummed_line(body);
 }
 
 // What read_lines found.
@@ -252,7 +239,7 @@ struct EffectList {
 };
 
 // Reads the effects file of the run directory `dir` (a missing file holds no records).
-LinesRead read_effects(const Directory& dir, const fs::path& path, EffectList& out) {
+LinesRead read_effect_log(const Directory& dir, const fs::path& path, EffectList& out) {
   return read_lines(dir, kEffects, path, [&](const nlohmann::json& record) {
     out.put(record.get<EffectRecord>());
     return true;
@@ -294,9 +281,8 @@ struct LineLog {
     if (read.torn) {
       unique_fd cut;
       if (const int err = dir.open_file(name, O_WRONLY, 0, cut)) fail(path, "open", err);
-      if (::ftruncate(cut.get(), static_cast<off_t>(read.valid_size)) != 0)
-        fail(path, "cut the torn last line of", errno);
-      if (sync && ::fdatasync(cut.get()) != 0) fail(path, "fdatasync", errno);
+      if (const int err = trellis::detail::cut_torn_tail(cut.get(), read.valid_size, sync))
+        fail(path, "cut the torn last line of", err);
       struct stat st {};
       if (::fstat(cut.get(), &st) != 0) fail(path, "stat", errno);
       stamp = stamp_of(st);
@@ -316,26 +302,22 @@ struct LineLog {
               dir.open_file(name, O_WRONLY | O_APPEND | (create ? O_CREAT : 0), mode, fd))
         fail(path, "open", err);
     }
-    const auto cut_back = [&] {
-      (void)!::ftruncate(fd.get(), static_cast<off_t>(stamp.size));
+    // The persist journal's boundary failpoints: the crash tests kill at them in either file.
+    static constexpr trellis::detail::AppendFailpoints failpoints{
+        .mid_append = "journal.mid_append", .after_append = "journal.after_append"};
+    if (auto failure =
+            trellis::detail::append_line(fd.get(), line, stamp.size, sync, &failpoints, path)) {
       cached = false;
-    };
-    trellis::failpoint("journal.mid_append", path, [&] {
-      (void)trellis::detail::write_all(fd.get(), std::string_view(line).substr(0, line.size() / 2));
-    });
-    if (const int err = trellis::detail::write_all(fd.get(), line)) {
-      cut_back();
-      fail(path, "append to", err);
-    }
-    if (sync && ::fdatasync(fd.get()) != 0) {
-      const int err = errno;
-      cut_back();
-      fail(path, "fdatasync", err);
+      if (failure->cut_error != 0)
+        throw store_error("trellis: file store: " + failure->operation + " '" + path.string() +
+                          "': " + std::strerror(failure->error) + ", then cut the line back (" +
+                          failure->cut_step + ": " + std::strerror(failure->cut_error) +
+                          "): the file may hold the line");
+      fail(path, failure->operation + " of", failure->error);
     }
     if (create && sync) {
       if (const int err = dir.sync()) fail(path.parent_path(), "fsync the directory", err);
     }
-    trellis::failpoint("journal.after_append", path);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) fail(path, "stat", errno);
     stamp = stamp_of(st);
@@ -343,43 +325,31 @@ struct LineLog {
   }
 };
 
-// Writes `bytes` as a new temporary beside `target` in `dir` (create_temporary: O_EXCL,
-// exactly `mode`, fsync'd) and renames it over `target`, then fsyncs the directory: `target`
-// has either its old or its new content after a crash. `shown` names the directory.
+// Replaces `target` in `dir` by `bytes` (the toolkit's atomic replace: old or new content after
+// a crash, never a mix). `shown` names the directory.
 void replace_file(const Directory& dir, const fs::path& shown, const char* target,
                   std::string_view bytes, mode_t mode, bool sync) {
-  unique_fd fd;
-  std::string temp;
-  if (const int err = dir.create_temporary(target, mode, fd, temp))
-    fail(shown / target, "create a temporary file beside", err);
-  const auto failed = [&](const fs::path& file, const char* operation, int err) {
-    (void)dir.unlink(temp);
-    fail(file, operation, err);
-  };
-  if (const int err = trellis::detail::write_all(fd.get(), bytes))
-    failed(shown / temp, "write", err);
-  if (sync && ::fdatasync(fd.get()) != 0) failed(shown / temp, "fdatasync", errno);
-  if (const int err = fd.close()) failed(shown / temp, "close", err);
-  if (const int err = dir.rename(temp, target)) failed(shown / target, "rename over", err);
-  if (sync) {
-    if (const int err = dir.sync()) fail(shown, "fsync the directory", err);
+  trellis::detail::ReplaceProgress progress;
+  const int err = trellis::detail::replace_file(
+      dir, target, bytes, trellis::detail::ReplaceOptions{.mode = mode, .sync = sync}, progress);
+  if (err == 0) return;
+  switch (progress.step) {
+    case trellis::detail::ReplaceStep::create_temporary:
+      fail(shown / target, "create a temporary file beside", err);
+    case trellis::detail::ReplaceStep::write:
+      fail(shown / progress.temporary, "write", err);
+    case trellis::detail::ReplaceStep::sync:
+      fail(shown / progress.temporary, "fsync", err);
+    case trellis::detail::ReplaceStep::close:
+      fail(shown / progress.temporary, "close", err);
+    case trellis::detail::ReplaceStep::rename:
+      fail(shown / target, "rename over", err);
+    default:
+      fail(shown, "fsync the directory", err);
   }
 }
 
-// Holds an exclusive flock on an open descriptor for a scope.
-class FlockGuard {
- public:
-  FlockGuard() = default;
-  explicit FlockGuard(int fd) : fd_(fd) {}
-  FlockGuard(FlockGuard&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  FlockGuard& operator=(FlockGuard&&) = delete;
-  ~FlockGuard() {
-    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
-  }
-
- private:
-  int fd_ = -1;
-};
+using FlockGuard = trellis::detail::FileLockGuard;
 
 // Tries to take the lease file of `dir` without waiting. On success returns the descriptor;
 // on a held lease returns an empty descriptor and the holder's text ("pid N, owner 'w'").
@@ -435,16 +405,9 @@ LeaseAttempt try_lease(const Directory& root, const Modes& modes, std::string_vi
       if (err == ENOENT && attempt < 8) continue;
       fail(file, "open the lease file", err);
     }
-    int r = 0;
-    do {
-      r = ::flock(fd.get(), LOCK_EX | LOCK_NB);
-    } while (r != 0 && errno == EINTR);
-    if (r != 0) {
-      if (errno != EWOULDBLOCK) fail(file, "flock", errno);
-      char text[512] = {};
-      const ssize_t got = ::pread(fd.get(), text, sizeof text - 1, 0);
-      const LeaseFile held =
-          parse_lease_file(got > 0 ? std::string(text, static_cast<std::size_t>(got)) : "");
+    if (const int locked = trellis::detail::try_lock_file(fd.get()); locked != 0) {
+      if (locked != EWOULDBLOCK) fail(file, "flock", locked);
+      const LeaseFile held = parse_lease_file(trellis::detail::read_lock_holder(fd.get()));
       const std::string holder = held.pid.empty() ? "another worker (holder unknown)"
                                                   : "'" + held.owner + "' (pid " + held.pid + ")";
       return {unique_fd(), holder};
@@ -455,11 +418,10 @@ LeaseAttempt try_lease(const Directory& root, const Modes& modes, std::string_vi
   }
 }
 
-// Replaces the lease file's content with `text` (written over the old, then cut to length:
-// a crash in between leaves the new epoch line first).
+// Replaces the lease file's content with `text` (a crash in between leaves the new epoch line
+// first: write_lock_holder).
 bool write_lease_file(int fd, const std::string& text) noexcept {
-  return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
-         ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+  return trellis::detail::write_lock_holder(fd, text);
 }
 
 void release_lease_fd(int fd, std::uint64_t epoch = 0) noexcept {
@@ -483,20 +445,18 @@ std::map<std::string, HeldLease, std::less<>>& held_leases() {
   return held;
 }
 
-// Throws run_busy unless `lease` (unless empty: the no-token overloads, for which a flock
-// lease of this object cannot have been lost) holds the lease of run `run_id` in the store `root`.
-void check_lease(const std::string& run_id, const Directory& root, const LeaseToken& lease) {
-  if (lease.empty()) return;
-  if (lease.run_id != run_id)
-    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
-                   "'");
+// Why `lease` (unless empty: the no-token overloads, for which a flock lease of this object
+// cannot have been lost) no longer holds the lease of run `run_id` in the store `root`.
+std::optional<detail::LeaseRefusal> lease_refusal(const std::string& run_id, const Directory& root,
+                                                  const LeaseToken& lease) {
+  if (lease.empty()) return std::nullopt;
   std::lock_guard lock(held_leases_m);
   auto it = held_leases().find(lease.holder);
   Directory run;
   if (it == held_leases().end() || it->second.run_id != run_id ||
       root.open_directory(run_id, run) != 0 || !same_entry(it->second.fd, run, kLease))
-    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
-                   std::to_string(lease.epoch) + ") was released");
+    return detail::LeaseRefusal{lease.epoch, "was released"};
+  return std::nullopt;
 }
 
 std::atomic<unsigned> trash_counter{0};
@@ -566,7 +526,7 @@ struct FileStore::RunFiles {
           fail(file, "open the commit lock", err);
         }
       }
-      flock_blocking(lock_fd.get(), file);
+      if (const int err = trellis::detail::lock_file(lock_fd.get())) fail(file, "flock", err);
       FlockGuard guard(lock_fd.get());
       if (same_entry(lock_fd.get(), dir, kCommitLock) && same_entry(dir.fd(), root.dir, id))
         return guard;
@@ -631,7 +591,7 @@ struct FileStore::RunFiles {
     if (effect_log.cached && *now == effect_log.stamp) return true;
     effect_log.cached = false;
     effects = {};
-    const LinesRead read = read_effects(dir, effect_log.path, effects);
+    const LinesRead read = read_effect_log(dir, effect_log.path, effects);
     if (read.exists && (writer || !read.torn)) effect_log.settle(read, sync);
     return read.exists;
   }
@@ -681,50 +641,77 @@ void FileStore::forget(const std::string& run_id) {
   runs_.erase(run_id);
 }
 
-void FileStore::create(const Checkpoint& first) {
-  auto rf = files(first.run_id);
-  std::lock_guard lock(rf->m);
-  auto guard = rf->lock(true, options_.sync);
-  if (rf->refresh(true, options_.sync))
-    throw run_busy("trellis: run '" + first.run_id + "' already exists");
-  // A new journal appears whole (temporary file + rename), so a crash leaves no half run; the
-  // temporaries of a create or rewrite that a crash interrupted go first.
-  std::size_t removed = 0;
-  if (const int err = rf->dir.remove_temporaries(kJournal, removed))
-    fail(rf->dir_path, "remove the leftover temporaries in", err);
-  detail::CheckpointEncoder encoder(options_.snapshot_every);
-  const std::string line = encode_line(encoder.encode(first));
-  replace_file(rf->dir, rf->dir_path, kJournal, line, root_dir_->modes.file, options_.sync);
-  rf->journal.reset();
-}
+// One run under its commit.lock (none for a renewal: a lease is its own flock).
+class FileStore::Write final : public detail::RunWrite {
+ public:
+  Write(FileStore& store, RunFiles* rf, std::string_view run_id, bool exists)
+      : store_(store), rf_(rf), run_id_(run_id), exists_(exists) {}
 
-void FileStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
-                       const LeaseToken& lease) {
-  auto rf = files(next.run_id);
-  std::lock_guard lock(rf->m);
-  auto guard = rf->lock(false, options_.sync);
-  if (!guard || !rf->refresh(true, options_.sync))
-    throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
-  if (rf->newest_seq != expected_seq)
-    throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
-                   std::to_string(rf->newest_seq) + ", expected " + std::to_string(expected_seq) +
-                   "): another worker advanced it");
-  if (next.seq != expected_seq + 1)
-    throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
-                      " cannot follow " + std::to_string(expected_seq));
-  check_lease(next.run_id, root_dir_->dir, lease);
-  std::string line;
-  try {
-    line = encode_line(rf->encoder.encode(next));
-  } catch (...) {
-    rf->journal.cached = false;  // the encoder moved on without a line
-    throw;
+  std::optional<std::uint64_t> newest_seq() override {
+    if (!exists_) return std::nullopt;
+    return rf_->newest_seq;
   }
-  rf->journal.append(line, options_.sync, false);
-  rf->newest_seq = next.seq;
+
+  std::optional<detail::LeaseRefusal> hold_lease(const LeaseToken& lease) override {
+    return lease_refusal(std::string(run_id_), store_.root_dir_->dir, lease);
+  }
+
+  void insert_first(const Checkpoint& first) override {
+    // A new journal appears whole (temporary file + rename), so a crash leaves no half run;
+    // the temporaries of a create or rewrite that a crash interrupted go first.
+    std::size_t removed = 0;
+    if (const int err = rf_->dir.remove_temporaries(kJournal, removed))
+      fail(rf_->dir_path, "remove the leftover temporaries in", err);
+    detail::CheckpointEncoder encoder(store_.options_.snapshot_every);
+    const std::string line = encode_line(encoder.encode(first));
+    replace_file(rf_->dir, rf_->dir_path, kJournal, line, store_.root_dir_->modes.file,
+                 store_.options_.sync);
+    rf_->journal.reset();
+  }
+
+  void append(const Checkpoint& next) override {
+    std::string line;
+    try {
+      line = encode_line(rf_->encoder.encode(next));
+    } catch (...) {
+      rf_->journal.cached = false;  // the encoder moved on without a line
+      throw;
+    }
+    rf_->journal.append(line, store_.options_.sync, false);
+    rf_->newest_seq = next.seq;
+  }
+
+  void put_effect(const EffectRecord& record) override {
+    const std::string line = encode_line(detail::effect_json(record));
+    const bool exists = rf_->refresh_effects(true, store_.options_.sync);
+    rf_->effect_log.append(line, store_.options_.sync, /*create=*/!exists);
+    rf_->effects.put(record);
+  }
+
+ private:
+  FileStore& store_;
+  RunFiles* rf_;
+  std::string_view run_id_;
+  bool exists_;
+};
+
+void FileStore::write_run(std::string_view run_id, detail::WriteKind kind,
+                          detail::RunBody<detail::RunWrite> body) {
+  if (kind == detail::WriteKind::renew) {
+    run_directory(run_id);
+    Write run(*this, nullptr, run_id, false);
+    body(run);
+    return;
+  }
+  auto rf = files(run_id);
+  std::lock_guard lock(rf->m);
+  auto guard = rf->lock(kind == detail::WriteKind::create, options_.sync);
+  const bool exists = guard && rf->refresh(true, options_.sync);
+  Write run(*this, rf.get(), run_id, exists);
+  body(run);
 }
 
-std::optional<Checkpoint> FileStore::latest(std::string_view run_id) {
+std::optional<Checkpoint> FileStore::read_latest(std::string_view run_id) {
   auto rf = files(run_id);
   std::lock_guard lock(rf->m);
   if (!rf->refresh(false, options_.sync)) return std::nullopt;
@@ -736,7 +723,7 @@ std::optional<Checkpoint> FileStore::latest(std::string_view run_id) {
   return decoder.current();
 }
 
-std::optional<Checkpoint> FileStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
+std::optional<Checkpoint> FileStore::read_checkpoint(std::string_view run_id, std::uint64_t seq) {
   const fs::path dir_path = run_directory(run_id);
   Directory dir;
   if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
@@ -751,7 +738,7 @@ std::optional<Checkpoint> FileStore::checkpoint(std::string_view run_id, std::ui
   return found;
 }
 
-std::vector<Checkpoint> FileStore::history(std::string_view run_id) {
+std::vector<Checkpoint> FileStore::read_history(std::string_view run_id) {
   const fs::path dir_path = run_directory(run_id);
   Directory dir;
   if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
@@ -789,18 +776,17 @@ std::vector<std::string> FileStore::runs() {
   return ids;
 }
 
-Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
+std::optional<Lease> FileStore::take_lease(std::string_view run_id, std::string_view owner,
+                                           std::string& holder) {
   const fs::path dir = run_directory(run_id);
   LeaseAttempt attempt = try_lease(root_dir_->dir, root_dir_->modes, run_id, dir, options_.sync);
-  if (!attempt.fd)
-    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " +
-                   attempt.holder);
+  if (!attempt.fd) {
+    holder = std::move(attempt.holder);
+    return std::nullopt;
+  }
   const fs::path file = dir / kLease;
-  char text[512] = {};
-  const ssize_t got = ::pread(attempt.fd.get(), text, sizeof text - 1, 0);
-  if (got < 0) fail(file, "read", errno);
   LeaseToken token{std::string(run_id), detail::new_lease_holder(),
-                   parse_lease_file(std::string(text, static_cast<std::size_t>(got))).epoch + 1};
+                   parse_lease_file(trellis::detail::read_lock_holder(attempt.fd.get())).epoch + 1};
   // The epoch line must be there for the next holder; who holds it is for run_busy messages.
   if (!write_lease_file(attempt.fd.get(), "epoch " + std::to_string(token.epoch) + " " +
                                               token.holder + "\n" + std::to_string(::getpid()) +
@@ -827,28 +813,7 @@ Lease FileStore::lease(std::string_view run_id, std::string_view owner) {
                }));
 }
 
-void FileStore::renew(const LeaseToken& lease) {
-  const fs::path dir = run_directory(lease.run_id);
-  if (lease.empty())
-    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
-  check_lease(lease.run_id, root_dir_->dir, lease);
-}
-
-void FileStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
-  auto rf = files(record.run_id);
-  const std::string line = encode_line(detail::effect_json(record));
-  std::lock_guard lock(rf->m);
-  auto guard = rf->lock(false, options_.sync);
-  if (!guard || !rf->refresh(true, options_.sync))
-    throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
-                      record.name + "')");
-  check_lease(record.run_id, root_dir_->dir, lease);
-  const bool exists = rf->refresh_effects(true, options_.sync);
-  rf->effect_log.append(line, options_.sync, /*create=*/!exists);
-  rf->effects.put(record);
-}
-
-std::optional<EffectRecord> FileStore::effect(std::string_view run_id, std::string_view key) {
+std::optional<EffectRecord> FileStore::read_effect(std::string_view run_id, std::string_view key) {
   auto rf = files(run_id);
   std::lock_guard lock(rf->m);
   rf->refresh_effects(false, options_.sync);
@@ -857,15 +822,14 @@ std::optional<EffectRecord> FileStore::effect(std::string_view run_id, std::stri
   return *found;
 }
 
-std::vector<EffectRecord> FileStore::effects(std::string_view run_id) {
+std::vector<EffectRecord> FileStore::read_effects(std::string_view run_id) {
   auto rf = files(run_id);
   std::lock_guard lock(rf->m);
   rf->refresh_effects(false, options_.sync);
   return rf->effects.records;
 }
 
-void FileStore::append_event(std::string_view run_id, const nlohmann::json& event) {
-  check_run_id(run_id);
+void FileStore::write_event(std::string_view run_id, const nlohmann::json& event) {
   std::string line;
   try {
     line = event.dump() + "\n";
@@ -894,14 +858,15 @@ void FileStore::append_event(std::string_view run_id, const nlohmann::json& even
     std::string text;
     if (::lseek(fd, 0, SEEK_SET) != 0) fail(path, "seek", errno);
     if (const int err = trellis::detail::read_all(fd, text)) fail(path, "read", err);
-    const auto keep = text.rfind('\n');
-    if (::ftruncate(fd, keep == std::string::npos ? 0 : static_cast<off_t>(keep + 1)) != 0)
-      fail(path, "cut the torn last line of", errno);
+    const trellis::detail::LineScan scan =
+        trellis::detail::scan_lines(text, [](std::string_view, std::size_t) { return true; });
+    if (const int err = trellis::detail::cut_torn_tail(fd, scan.valid_size, false))
+      fail(path, "cut the torn last line of", err);
   }
   if (const int err = trellis::detail::write_all(fd, line)) fail(path, "append to", err);
 }
 
-std::vector<nlohmann::json> FileStore::events(std::string_view run_id) {
+std::vector<nlohmann::json> FileStore::read_events(std::string_view run_id) {
   const fs::path dir_path = run_directory(run_id);
   const fs::path path = dir_path / kEvents;
   Directory dir;
@@ -927,17 +892,13 @@ std::vector<nlohmann::json> FileStore::events(std::string_view run_id) {
   return out;
 }
 
-void FileStore::apply_retention(const Retention& retention) {
-  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
-  const std::string cutoff =
-      retention.finished_older_than
-          ? detail::format_time(std::chrono::system_clock::now() - *retention.finished_older_than)
-          : std::string();
+void FileStore::retain(const detail::RetentionPlan& retention) {
+  const std::string& cutoff = retention.finished_before;
   for (const std::string& id : runs()) {
     const fs::path dir = root_ / id;
     const Directory& root = root_dir_->dir;
     if (!cutoff.empty()) {
-      const std::optional<Checkpoint> newest = latest(id);
+      const std::optional<Checkpoint> newest = read_latest(id);
       if (newest && terminal(newest->status) && newest->created_at < cutoff) {
         LeaseAttempt lease = try_lease(root, root_dir_->modes, id, dir, options_.sync);
         if (!lease.fd) continue;  // someone is looking at it: next time

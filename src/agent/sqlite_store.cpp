@@ -19,13 +19,14 @@
 #include <utility>
 #include <vector>
 
-#include "../io/directory.hpp"
-#include "../persist/checksum.hpp"
-#include "../persist/json_text.hpp"
+#include <trellis/io/checksum.hpp>
+#include <trellis/io/directory.hpp>
+#include <trellis/io/json_text.hpp>
+#include <trellis/io/utc_time.hpp>
+
 #include "checkpoint_codec.hpp"
 #include "lease_holder.hpp"
 #include "trellis/agent/errors.hpp"
-#include "trellis/agent/graph.hpp"
 #include "trellis/base/enumeration.hpp"
 
 namespace trellis::agent {
@@ -631,119 +632,146 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
 
 SqliteStore::~SqliteStore() = default;
 
-void SqliteStore::create(const Checkpoint& first) {
-  check_run_id(first.run_id);
-  std::lock_guard lock(m_);
-  Db& db = *db_;
-  detail::CheckpointEncoder encoder(options_.snapshot_every);
-  const std::string record = dump(encoder.encode(first));
-  Db::Transaction tx(db);
-  if (db.find_run(first.run_id))
-    throw run_busy("trellis: run '" + first.run_id + "' already exists");
-  Db::Query(*db.insert_run)
-      .bind(1, first.run_id)
-      .bind(2, static_cast<std::int64_t>(first.seq))
-      .bind(3, enumeration<RunStatus>::name(first.status))
-      .bind(4, static_cast<std::int64_t>(terminal(first.status)))
-      .bind(5, first.created_at)
-      .run();
-  const std::int64_t id = sqlite3_last_insert_rowid(db.handle);
-  Db::Query(*db.insert_checkpoint)
-      .bind(1, id)
-      .bind(2, static_cast<std::int64_t>(first.seq))
-      .bind(3, std::int64_t{1})
-      .bind(4, record)
-      .bind(5, trellis::detail::checksum_of(record))
-      .run();
-  tx.commit();
-  db.cache.insert_or_assign(id, Db::Cached{first.seq, std::move(encoder)});
-}
-
 // Inside a write transaction: `lease` (for an empty one, this object's newest lease on the run,
 // if it holds one; else nothing is checked) must still hold the run's lease: the row has its
-// holder id and epoch, else run_busy (another worker took the run over after it expired, or
+// holder id and epoch, else a refusal (another worker took the run over after it expired, or
 // it was released). It is then renewed. Every write that advances a run checks it, so a
 // worker that lost the run can neither commit a step nor start an effect (the started record
 // is the fence before the external call). An expired lease that nobody took is still the
 // holder's: nobody else can have written to the run meanwhile.
-void SqliteStore::keep_lease(Db& db, const std::string& run_id, const LeaseToken& lease) {
+std::optional<detail::LeaseRefusal> SqliteStore::keep_lease(Db& db, std::string_view run_id,
+                                                            const LeaseToken& lease) {
   const LeaseToken* token = &lease;
   if (lease.empty()) {
     auto held = db.held.find(run_id);
-    if (held == db.held.end()) return;
+    if (held == db.held.end()) return std::nullopt;
     token = &held->second;
-  } else if (lease.run_id != run_id) {
-    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
-                   "'");
   }
   const std::optional<Db::LeaseRow> row = db.find_lease(run_id);
   if (!row || row->holder != token->holder || row->epoch != token->epoch)
-    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
-                   std::to_string(token->epoch) + ") " +
-                   (!row || row->holder.empty()
-                        ? std::string("was released")
-                        : "expired and was taken by " + row->who() + ", epoch " +
-                              std::to_string(row->epoch) + ")"));
+    return detail::LeaseRefusal{token->epoch, !row || row->holder.empty()
+                                                  ? std::string("was released")
+                                                  : "expired and was taken by " + row->who() +
+                                                        ", epoch " + std::to_string(row->epoch) +
+                                                        ")"};
   Db::Query(*db.lease_renew)
       .bind(1, run_id)
       .bind(2, token->holder)
       .bind(3, now_ms() + options_.lease_ttl.count())
       .run();
+  return std::nullopt;
 }
 
-void SqliteStore::commit(const Checkpoint& next, std::uint64_t expected_seq,
-                         const LeaseToken& lease) {
-  check_run_id(next.run_id);
+// One run inside one database transaction (BEGIN IMMEDIATE ... COMMIT), under m_.
+class SqliteStore::Write final : public detail::RunWrite {
+ public:
+  Write(SqliteStore& store, Db& db, std::string_view run_id)
+      : store_(store), db_(db), run_id_(run_id) {}
+
+  std::optional<std::uint64_t> newest_seq() override {
+    run_ = db_.find_run(run_id_);
+    if (!run_) return std::nullopt;
+    return run_->newest_seq;
+  }
+
+  std::optional<detail::LeaseRefusal> hold_lease(const LeaseToken& lease) override {
+    return store_.keep_lease(db_, run_id_, lease);
+  }
+
+  void insert_first(const Checkpoint& first) override {
+    detail::CheckpointEncoder encoder(store_.options_.snapshot_every);
+    const std::string record = dump(encoder.encode(first));
+    Db::Query(*db_.insert_run)
+        .bind(1, first.run_id)
+        .bind(2, static_cast<std::int64_t>(first.seq))
+        .bind(3, enumeration<RunStatus>::name(first.status))
+        .bind(4, static_cast<std::int64_t>(terminal(first.status)))
+        .bind(5, first.created_at)
+        .run();
+    const std::int64_t id = sqlite3_last_insert_rowid(db_.handle);
+    Db::Query(*db_.insert_checkpoint)
+        .bind(1, id)
+        .bind(2, static_cast<std::int64_t>(first.seq))
+        .bind(3, std::int64_t{1})
+        .bind(4, record)
+        .bind(5, trellis::detail::checksum_of(record))
+        .run();
+    // The encoder is cached once the transaction commits.
+    pending_id_ = id;
+    pending_.emplace(Db::Cached{first.seq, std::move(encoder)});
+  }
+
+  void append(const Checkpoint& next) override {
+    auto cached = db_.cache.find(run_->id);
+    if (cached == db_.cache.end() || cached->second.seq != run_->newest_seq) {
+      detail::CheckpointDecoder decoder;
+      db_.decode_to(run_->id, run_->newest_seq, decoder);
+      if (decoder.empty()) db_.refuse("run '" + next.run_id + "' has no checkpoints");
+      Db::Cached fresh{run_->newest_seq, detail::CheckpointEncoder(store_.options_.snapshot_every)};
+      fresh.encoder.continue_after(decoder.current_json(), decoder.since_full());
+      cached = db_.cache.insert_or_assign(run_->id, std::move(fresh)).first;
+    }
+    // The encoder moves on before the row is written: forget it unless the commit succeeds.
+    pending_id_ = run_->id;
+    Db::Cached& entry = pending_.emplace(std::move(cached->second));
+    db_.cache.erase(cached);
+    const nlohmann::json record = entry.encoder.encode(next);
+    const bool full = detail::CheckpointDecoder::is_full(record);
+    const std::string text = dump(record);
+    Db::Query(*db_.insert_checkpoint)
+        .bind(1, run_->id)
+        .bind(2, static_cast<std::int64_t>(next.seq))
+        .bind(3, std::int64_t{full ? 1 : 0})
+        .bind(4, text)
+        .bind(5, trellis::detail::checksum_of(text))
+        .run();
+    Db::Query(*db_.update_run)
+        .bind(1, run_->id)
+        .bind(2, static_cast<std::int64_t>(next.seq))
+        .bind(3, enumeration<RunStatus>::name(next.status))
+        .bind(4, static_cast<std::int64_t>(terminal(next.status)))
+        .bind(5, next.created_at)
+        .bind(6, static_cast<std::int64_t>(entry.encoder.since_full()))
+        .run();
+    entry.seq = next.seq;
+  }
+
+  void put_effect(const EffectRecord& record) override {
+    const std::string text = dump(detail::effect_json(record));
+    Db::Query(*db_.put_effect)
+        .bind(1, run_->id)
+        .bind(2, record.key)
+        .bind(3, text)
+        .bind(4, trellis::detail::checksum_of(text))
+        .run();
+  }
+
+  // After the transaction committed: caches the run's encoder, as of the row just written.
+  void committed() {
+    if (pending_) db_.cache.insert_or_assign(pending_id_, std::move(*pending_));
+  }
+
+ private:
+  SqliteStore& store_;
+  Db& db_;
+  std::string_view run_id_;
+  std::optional<Db::RunRow> run_;
+  std::int64_t pending_id_ = 0;
+  std::optional<Db::Cached> pending_;
+};
+
+void SqliteStore::write_run(std::string_view run_id, detail::WriteKind,
+                            detail::RunBody<detail::RunWrite> body) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   Db::Transaction tx(db);
-  const std::optional<Db::RunRow> run = db.find_run(next.run_id);
-  if (!run) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
-  if (run->newest_seq != expected_seq)
-    throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
-                   std::to_string(run->newest_seq) + ", expected " + std::to_string(expected_seq) +
-                   "): another worker advanced it");
-  if (next.seq != expected_seq + 1)
-    throw store_error("trellis: run '" + next.run_id + "': checkpoint " + std::to_string(next.seq) +
-                      " cannot follow " + std::to_string(expected_seq));
-  keep_lease(db, next.run_id, lease);
-  auto cached = db.cache.find(run->id);
-  if (cached == db.cache.end() || cached->second.seq != run->newest_seq) {
-    detail::CheckpointDecoder decoder;
-    db.decode_to(run->id, run->newest_seq, decoder);
-    if (decoder.empty()) db.refuse("run '" + next.run_id + "' has no checkpoints");
-    Db::Cached fresh{run->newest_seq, detail::CheckpointEncoder(options_.snapshot_every)};
-    fresh.encoder.continue_after(decoder.current_json(), decoder.since_full());
-    cached = db.cache.insert_or_assign(run->id, std::move(fresh)).first;
-  }
-  // The encoder moves on before the row is written: forget it unless the commit succeeds.
-  Db::Cached entry = std::move(cached->second);
-  db.cache.erase(cached);
-  const nlohmann::json record = entry.encoder.encode(next);
-  const bool full = detail::CheckpointDecoder::is_full(record);
-  const std::string text = dump(record);
-  Db::Query(*db.insert_checkpoint)
-      .bind(1, run->id)
-      .bind(2, static_cast<std::int64_t>(next.seq))
-      .bind(3, std::int64_t{full ? 1 : 0})
-      .bind(4, text)
-      .bind(5, trellis::detail::checksum_of(text))
-      .run();
-  Db::Query(*db.update_run)
-      .bind(1, run->id)
-      .bind(2, static_cast<std::int64_t>(next.seq))
-      .bind(3, enumeration<RunStatus>::name(next.status))
-      .bind(4, static_cast<std::int64_t>(terminal(next.status)))
-      .bind(5, next.created_at)
-      .bind(6, static_cast<std::int64_t>(entry.encoder.since_full()))
-      .run();
+  Write run(*this, db, run_id);
+  body(run);
   tx.commit();
-  entry.seq = next.seq;
-  db.cache.insert_or_assign(run->id, std::move(entry));
+  run.committed();
 }
 
-std::optional<Checkpoint> SqliteStore::latest(std::string_view run_id) {
-  check_run_id(run_id);
+std::optional<Checkpoint> SqliteStore::read_latest(std::string_view run_id) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   const std::optional<Db::RunRow> run = db.find_run(run_id);
@@ -765,8 +793,7 @@ std::optional<Checkpoint> SqliteStore::latest(std::string_view run_id) {
   return cp;
 }
 
-std::optional<Checkpoint> SqliteStore::checkpoint(std::string_view run_id, std::uint64_t seq) {
-  check_run_id(run_id);
+std::optional<Checkpoint> SqliteStore::read_checkpoint(std::string_view run_id, std::uint64_t seq) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   const std::optional<Db::RunRow> run = db.find_run(run_id);
@@ -779,8 +806,7 @@ std::optional<Checkpoint> SqliteStore::checkpoint(std::string_view run_id, std::
   return cp;
 }
 
-std::vector<Checkpoint> SqliteStore::history(std::string_view run_id) {
-  check_run_id(run_id);
+std::vector<Checkpoint> SqliteStore::read_history(std::string_view run_id) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   const std::optional<Db::RunRow> run = db.find_run(run_id);
@@ -811,17 +837,18 @@ struct SqliteLease {
 };
 }  // namespace
 
-Lease SqliteStore::lease(std::string_view run_id, std::string_view owner) {
-  check_run_id(run_id);
+std::optional<Lease> SqliteStore::take_lease(std::string_view run_id, std::string_view owner,
+                                             std::string& holder) {
   const detail::ProcessIdentity me = detail::this_process();
   std::lock_guard lock(m_);
   Db& db = *db_;
   const std::int64_t now = now_ms();
   Db::Transaction tx(db);
   const std::optional<Db::LeaseRow> row = db.find_lease(run_id);
-  if (row && !row->free(now))
-    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " + row->who() +
-                   ", lease for " + std::to_string(row->expires_at_ms - now) + " ms more)");
+  if (row && !row->free(now)) {
+    holder = row->who() + ", lease for " + std::to_string(row->expires_at_ms - now) + " ms more)";
+    return std::nullopt;
+  }
   LeaseToken token{std::string(run_id), detail::new_lease_holder(), row ? row->epoch + 1 : 1};
   Db::Query(*db.lease_put)
       .bind(1, run_id)
@@ -844,17 +871,6 @@ Lease SqliteStore::lease(std::string_view run_id, std::string_view owner) {
                }));
 }
 
-void SqliteStore::renew(const LeaseToken& lease) {
-  check_run_id(lease.run_id);
-  if (lease.empty())
-    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
-  std::lock_guard lock(m_);
-  Db& db = *db_;
-  Db::Transaction tx(db);
-  keep_lease(db, lease.run_id, lease);
-  tx.commit();
-}
-
 void SqliteStore::release(const LeaseToken& token) noexcept {
   try {
     std::lock_guard lock(m_);
@@ -869,28 +885,8 @@ void SqliteStore::release(const LeaseToken& token) noexcept {
   }
 }
 
-void SqliteStore::put_effect(const EffectRecord& record, const LeaseToken& lease) {
-  check_run_id(record.run_id);
-  const std::string text = dump(detail::effect_json(record));
-  std::lock_guard lock(m_);
-  Db& db = *db_;
-  Db::Transaction tx(db);
-  const std::optional<Db::RunRow> run = db.find_run(record.run_id);
-  if (!run)
-    throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
-                      record.name + "')");
-  keep_lease(db, record.run_id, lease);
-  Db::Query(*db.put_effect)
-      .bind(1, run->id)
-      .bind(2, record.key)
-      .bind(3, text)
-      .bind(4, trellis::detail::checksum_of(text))
-      .run();
-  tx.commit();
-}
-
-std::optional<EffectRecord> SqliteStore::effect(std::string_view run_id, std::string_view key) {
-  check_run_id(run_id);
+std::optional<EffectRecord> SqliteStore::read_effect(std::string_view run_id,
+                                                     std::string_view key) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   Db::Query q(*db.get_effect);
@@ -899,8 +895,7 @@ std::optional<EffectRecord> SqliteStore::effect(std::string_view run_id, std::st
   return db.effect_of(q.text(0), q.text(1), run_id);
 }
 
-std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
-  check_run_id(run_id);
+std::vector<EffectRecord> SqliteStore::read_effects(std::string_view run_id) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   std::vector<EffectRecord> out;
@@ -910,8 +905,7 @@ std::vector<EffectRecord> SqliteStore::effects(std::string_view run_id) {
   return out;
 }
 
-void SqliteStore::append_event(std::string_view run_id, const nlohmann::json& event) {
-  check_run_id(run_id);
+void SqliteStore::write_event(std::string_view run_id, const nlohmann::json& event) {
   const std::string text = dump(event);
   std::lock_guard lock(m_);
   Db& db = *db_;
@@ -925,8 +919,7 @@ void SqliteStore::append_event(std::string_view run_id, const nlohmann::json& ev
   Db::Query(*db.sync_on).run();
 }
 
-std::vector<nlohmann::json> SqliteStore::events(std::string_view run_id) {
-  check_run_id(run_id);
+std::vector<nlohmann::json> SqliteStore::read_events(std::string_view run_id) {
   std::lock_guard lock(m_);
   Db& db = *db_;
   std::vector<nlohmann::json> out;
@@ -941,12 +934,8 @@ std::vector<nlohmann::json> SqliteStore::events(std::string_view run_id) {
   return out;
 }
 
-void SqliteStore::apply_retention(const Retention& retention) {
-  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
-  const std::string cutoff =
-      retention.finished_older_than
-          ? detail::format_time(std::chrono::system_clock::now() - *retention.finished_older_than)
-          : std::string();
+void SqliteStore::retain(const detail::RetentionPlan& retention) {
+  const std::string& cutoff = retention.finished_before;
   std::lock_guard lock(m_);
   Db& db = *db_;
   Db::Transaction tx(db);

@@ -1,9 +1,13 @@
-// Run id validation, shared by every store.
+// Run id validation and the protocol every store follows, written once over its backend.
 
 #include "trellis/agent/store.hpp"
 
+#include <chrono>
 #include <string>
 
+#include <trellis/io/utc_time.hpp>
+
+#include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/errors.hpp"
 
 namespace trellis::agent {
@@ -24,3 +28,129 @@ void check_run_id(std::string_view id) {
 }
 
 }  // namespace trellis::agent
+
+// --- the protocol every store follows (detail/store_protocol.hpp) ----------------------------
+
+namespace trellis::agent::detail {
+
+namespace {
+
+void check_token_run(const std::string& run_id, const LeaseToken& lease) {
+  if (!lease.empty() && lease.run_id != run_id)
+    throw run_busy("trellis: run '" + run_id + "': the lease token is for run '" + lease.run_id +
+                   "'");
+}
+
+void hold(RunWrite& run, const std::string& run_id, const LeaseToken& lease) {
+  check_token_run(run_id, lease);
+  if (auto refused = run.hold_lease(lease))
+    throw run_busy("trellis: run '" + run_id + "': this worker's lease (epoch " +
+                   std::to_string(refused->epoch) + ") " + refused->why);
+}
+
+}  // namespace
+
+void StoreProtocol::create(const Checkpoint& first) {
+  check_run_id(first.run_id);
+  auto body = [&](RunWrite& run) {
+    if (run.newest_seq()) throw run_busy("trellis: run '" + first.run_id + "' already exists");
+    run.insert_first(first);
+  };
+  write_run(first.run_id, WriteKind::create, body);
+}
+
+void StoreProtocol::commit(const Checkpoint& next, std::uint64_t expected_seq,
+                           const LeaseToken& lease) {
+  check_run_id(next.run_id);
+  auto body = [&](RunWrite& run) {
+    const std::optional<std::uint64_t> newest = run.newest_seq();
+    if (!newest) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
+    if (*newest != expected_seq)
+      throw run_busy("trellis: run '" + next.run_id + "' moved on (checkpoint " +
+                     std::to_string(*newest) + ", expected " + std::to_string(expected_seq) +
+                     "): another worker advanced it");
+    if (next.seq != expected_seq + 1)
+      throw store_error("trellis: run '" + next.run_id + "': checkpoint " +
+                        std::to_string(next.seq) + " cannot follow " +
+                        std::to_string(expected_seq));
+    hold(run, next.run_id, lease);
+    run.append(next);
+  };
+  write_run(next.run_id, WriteKind::commit, body);
+}
+
+std::optional<Checkpoint> StoreProtocol::latest(std::string_view run_id) {
+  check_run_id(run_id);
+  return read_latest(run_id);
+}
+
+std::optional<Checkpoint> StoreProtocol::checkpoint(std::string_view run_id, std::uint64_t seq) {
+  check_run_id(run_id);
+  return read_checkpoint(run_id, seq);
+}
+
+std::vector<Checkpoint> StoreProtocol::history(std::string_view run_id) {
+  check_run_id(run_id);
+  return read_history(run_id);
+}
+
+Lease StoreProtocol::lease(std::string_view run_id, std::string_view owner) {
+  check_run_id(run_id);
+  std::string holder;
+  std::optional<Lease> taken = take_lease(run_id, owner, holder);
+  if (!taken)
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " + holder);
+  return std::move(*taken);
+}
+
+void StoreProtocol::renew(const LeaseToken& lease) {
+  check_run_id(lease.run_id);
+  if (lease.empty())
+    throw run_busy("trellis: run '" + lease.run_id + "': an empty lease token renews nothing");
+  auto body = [&](RunWrite& run) { hold(run, lease.run_id, lease); };
+  write_run(lease.run_id, WriteKind::renew, body);
+}
+
+void StoreProtocol::put_effect(const EffectRecord& record, const LeaseToken& lease) {
+  check_run_id(record.run_id);
+  auto body = [&](RunWrite& run) {
+    if (!run.newest_seq())
+      throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
+                        record.name + "')");
+    hold(run, record.run_id, lease);
+    run.put_effect(record);
+  };
+  write_run(record.run_id, WriteKind::put_effect, body);
+}
+
+std::optional<EffectRecord> StoreProtocol::effect(std::string_view run_id, std::string_view key) {
+  check_run_id(run_id);
+  return read_effect(run_id, key);
+}
+
+std::vector<EffectRecord> StoreProtocol::effects(std::string_view run_id) {
+  check_run_id(run_id);
+  return read_effects(run_id);
+}
+
+void StoreProtocol::append_event(std::string_view run_id, const nlohmann::json& event) {
+  check_run_id(run_id);
+  write_event(run_id, event);
+}
+
+std::vector<nlohmann::json> StoreProtocol::events(std::string_view run_id) {
+  check_run_id(run_id);
+  return read_events(run_id);
+}
+
+void StoreProtocol::apply_retention(const Retention& retention) {
+  RetentionPlan plan;
+  plan.keep_last = retention.keep_last;
+  // created_at is fixed-width ISO-8601 UTC, so text order is time order.
+  if (retention.finished_older_than)
+    plan.finished_before = trellis::detail::format_utc(std::chrono::system_clock::now() -
+                                                       *retention.finished_older_than);
+  retain(plan);
+}
+
+}  // namespace trellis::agent::detail

@@ -1,4 +1,4 @@
-#include "directory.hpp"
+#include <trellis/io/directory.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>

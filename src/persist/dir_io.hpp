@@ -1,6 +1,6 @@
 #pragma once
 // Private to src/persist: how the sidecar, its lock and its journal use the durable-I/O toolkit
-// (src/io/directory.hpp). Every file is opened relative to its directory's descriptor, with
+// (<trellis/io/directory.hpp>). Every file is opened relative to its directory's descriptor, with
 // O_NOFOLLOW: the user's path may go through links, the names trellis derives from it may not.
 
 #include <sys/types.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "../io/directory.hpp"
+#include <trellis/io/directory.hpp>
 
 namespace trellis::detail {
 

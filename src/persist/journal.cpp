@@ -11,11 +11,12 @@
 #include <string_view>
 #include <utility>
 
-#include "../io/line_log.hpp"
-#include "checksum.hpp"
+#include <trellis/io/atomic_file.hpp>
+#include <trellis/io/file_io.hpp>
+#include <trellis/io/json_text.hpp>
+#include <trellis/io/line_log.hpp>
+
 #include "dir_io.hpp"
-#include "file_io.hpp"
-#include "json_text.hpp"
 #include "trellis/persist/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
@@ -80,8 +81,7 @@ std::string encode_journal_line(const JournalEntry& entry) {
   const std::string to = entry.to.dump();
   const std::string body =
       "\"epoch\":" + epoch + ",\"event\":" + event + ",\"from\":" + from + ",\"to\":" + to;
-  const std::string checksum = detail::checksum_of("{" + body + "}");
-  return "{" + body + ",\"checksum\":\"" + checksum + "\"}\n";
+  return detail::checksummed_line("{" + body + "}");
 }
 
 JournalContents read_journal(const std::filesystem::path& path) {
@@ -223,61 +223,27 @@ void Journal::append(const JournalEntry& entry) {
     directory_unconfirmed_ = false;
   }
 
-  // Undoes a partial or unsynced line, so that the next append does not bury a torn line in
-  // the middle of the file (which read_journal would then refuse). If the cut fails, the line
-  // may stay (and be replayed): the outcome is unknown, and every later append is refused.
-  const auto fail = [&](const std::string& operation, int e) {
-    const int cut = detail::io_step("journal.ftruncate", [&] {
-      return ::ftruncate(fd_, static_cast<off_t>(size_)) == 0 ? 0 : errno;
-    });
-    const int synced =
-        cut != 0 ? 0 : detail::io_step("journal.fdatasync", [&] { return sync_data(fd_); });
-    if (cut != 0 || synced != 0) {
-      broken_ = true;
-      throw persist_outcome_unknown(path_,
-                                    operation + " (" + errno_code(e).message() +
-                                        "), then cut the line back (" +
-                                        (cut != 0 ? "ftruncate: " + errno_code(cut).message()
-                                                  : "fdatasync: " + errno_code(synced).message()) +
-                                        "): the journal may hold the line",
-                                    errno_code(e));
-    }
-    throw persist_error(path_, operation, errno_code(e));
+  // A failed line is cut back, so that the next append does not bury a torn line in the middle
+  // of the file (which read_journal would then refuse). If the cut fails, the line may stay
+  // (and be replayed): the outcome is unknown, and every later append is refused.
+  static constexpr detail::AppendFailpoints failpoints{
+      .write = "journal.write",
+      .sync = "journal.fdatasync",
+      .truncate = "journal.ftruncate",
+      .mid_append = "journal.mid_append",
+      .after_append = "journal.after_append",
   };
-
-  try {
-    // Stands for a crash (or an I/O error) halfway through the write below.
-    failpoint("journal.mid_append", path_, [&] {
-      (void)detail::write_all(fd_, std::string_view(line).substr(0, line.size() / 2));
-    });
-  } catch (const persist_error& injected) {
-    fail(injected.operation(), injected.code().value());
-  }
-  // One write(2) for the whole line; a short write (disk full) is a failure, not a retry, so
-  // a line is never assembled from pieces that another crash could separate.
-  ssize_t written = 0;
-  if (const int e = detail::io_step("journal.write",
-                                    [&] {
-                                      do {
-                                        written = ::write(fd_, line.data(), line.size());
-                                      } while (written < 0 && errno == EINTR);
-                                      return written < 0 ? errno : 0;
-                                    });
-      e != 0) {
-    fail("append a line", e);
-  }
-  if (static_cast<std::size_t>(written) != line.size()) {
-    fail("append a line (short write)", ENOSPC);
-  }
-  if (const int e = detail::io_step("journal.fdatasync", [&] { return sync_data(fd_); }); e != 0) {
-    fail("fdatasync after appending a line", e);
-  }
-  try {
-    // Stands for an error reported after the line reached the disk: the caller will not
-    // acknowledge it, so the line must go (or the next append would repeat its epoch).
-    failpoint("journal.after_append", path_);
-  } catch (const persist_error& injected) {
-    fail(injected.operation(), injected.code().value());
+  if (auto failure = detail::append_line(fd_, line, size_, true, &failpoints, path_)) {
+    if (failure->cut_error != 0) {
+      broken_ = true;
+      throw persist_outcome_unknown(
+          path_,
+          failure->operation + " (" + errno_code(failure->error).message() +
+              "), then cut the line back (" + failure->cut_step + ": " +
+              errno_code(failure->cut_error).message() + "): the journal may hold the line",
+          errno_code(failure->error));
+    }
+    throw persist_error(path_, failure->operation, errno_code(failure->error));
   }
   size_ += line.size();
 }
@@ -307,44 +273,41 @@ void Journal::reset() {
     throw persist_error(path_, "reset a moved-from journal");
   }
   const std::string name = path_.filename().string();
+  static constexpr detail::ReplaceFailpoints failpoints{
+      .sync = "journal.fsync", .rename = "journal.rename", .sync_directory = "journal.dir_fsync"};
+  const detail::ReplaceOptions options{
+      .mode = mode_, .sync = true, .keep_open = true, .failpoints = &failpoints};
+  detail::ReplaceProgress progress;
   detail::unique_fd fd;
-  std::string temp_name;
-  int e = dir_->create_temporary(name, mode_, fd, temp_name);
-  if (e == 0 && ::fcntl(fd.get(), F_SETFL, O_APPEND) != 0) {
-    e = errno;  // appends must stay at the end after a cut-back
-    (void)dir_->unlink(temp_name);
+  const int e = detail::replace_file(*dir_, name, {}, options, progress, &fd);
+  if (progress.renamed()) {
+    // The path names the new file now: append there, whatever the directory fsync says.
+    ::close(std::exchange(fd_, fd.release()));
+    size_ = 0;
+    broken_ = false;
+    directory_unconfirmed_ = e != 0;
   }
-  if (e != 0) {
-    const std::filesystem::path temp_path = *dir_ / (name + ".tmp-trellis-*");
-    throw persist_error(
-        path_,
-        detail::step_text("create the empty journal '" + temp_path.string() + "'", temp_path, e),
-        errno_code(e));
+  if (e == 0) return;
+  const std::string temp_path = (*dir_ / progress.temporary).string();
+  switch (progress.step) {
+    case detail::ReplaceStep::create_temporary:
+    case detail::ReplaceStep::write: {
+      const std::filesystem::path pattern = *dir_ / (name + ".tmp-trellis-*");
+      throw persist_error(
+          path_,
+          detail::step_text("create the empty journal '" + pattern.string() + "'", pattern, e),
+          errno_code(e));
+    }
+    case detail::ReplaceStep::sync:
+    case detail::ReplaceStep::close:
+      throw persist_error(path_, "fsync the empty journal '" + temp_path + "'", errno_code(e));
+    case detail::ReplaceStep::rename:
+      throw persist_error(path_, "rename the empty journal '" + temp_path + "' over it",
+                          errno_code(e));
+    default:
+      throw persist_error(path_, "fsync its directory after replacing it by an empty journal",
+                          errno_code(e));
   }
-  detail::TempFileGuard temp(*dir_, std::move(temp_name));
-  const std::string temp_path = (*dir_ / temp.name()).string();
-  if (const int r =
-          detail::io_step("journal.fsync", [&] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
-      r != 0) {
-    throw persist_error(path_, "fsync the empty journal '" + temp_path + "'", errno_code(r));
-  }
-  if (const int r =
-          detail::io_step("journal.rename", [&] { return dir_->rename(temp.name(), name); });
-      r != 0) {
-    throw persist_error(path_, "rename the empty journal '" + temp_path + "' over it",
-                        errno_code(r));
-  }
-  temp.renamed();
-  // The path names the new file now: append there, whatever the directory fsync says.
-  ::close(std::exchange(fd_, fd.release()));
-  size_ = 0;
-  broken_ = false;
-  directory_unconfirmed_ = true;
-  if (const int r = detail::io_step("journal.dir_fsync", [&] { return dir_->sync(); }); r != 0) {
-    throw persist_error(path_, "fsync its directory after replacing it by an empty journal",
-                        errno_code(r));
-  }
-  directory_unconfirmed_ = false;
 }
 
 std::size_t remove_journal_temps(const std::filesystem::path& journal) {

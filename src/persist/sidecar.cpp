@@ -9,15 +9,17 @@
 
 #include <cerrno>
 #include <climits>
-#include <ctime>
 #include <system_error>
 #include <utility>
 #include <vector>
 
-#include "checksum.hpp"
+#include <trellis/io/atomic_file.hpp>
+#include <trellis/io/checksum.hpp>
+#include <trellis/io/file_io.hpp>
+#include <trellis/io/json_text.hpp>
+#include <trellis/io/utc_time.hpp>
+
 #include "dir_io.hpp"
-#include "file_io.hpp"
-#include "json_text.hpp"
 #include "trellis/persist/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
@@ -28,7 +30,6 @@ namespace {
 using reason = recovery_error::reason;
 using detail::errno_code;
 using detail::Refusal;
-using detail::TempFileGuard;
 using detail::unique_fd;
 
 // How unwritable_value names the sidecar at `path`.
@@ -40,34 +41,10 @@ std::string sidecar_object(const std::filesystem::path& path) {
   throw recovery_error(file, refusal.why, std::move(refusal.detail));
 }
 
-std::string compact_utc_timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  ::gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &parts);
-  return text;
-}
-
 }  // namespace
 
 std::string iso8601_utc(std::chrono::system_clock::time_point time) {
-  using namespace std::chrono;
-  const auto since_epoch = duration_cast<milliseconds>(time.time_since_epoch());
-  auto seconds_part = duration_cast<seconds>(since_epoch);
-  auto millis = since_epoch - seconds_part;
-  if (millis.count() < 0) {  // before 1970: borrow a second so the milliseconds stay positive
-    millis += seconds(1);
-    seconds_part -= seconds(1);
-  }
-  const std::time_t whole = static_cast<std::time_t>(seconds_part.count());
-  std::tm parts{};
-  ::gmtime_r(&whole, &parts);
-  char text[48];
-  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
-  char fraction[8];
-  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(millis.count()));
-  return std::string(text, length) + fraction;
+  return detail::format_utc(time);
 }
 
 std::string encode_sidecar(const SidecarRecord& record) {
@@ -249,58 +226,55 @@ void store_sidecar(const std::filesystem::path& path, const SidecarRecord& recor
   if (const int e = detail::open_parent(resolved, dir, name); e != 0) {
     throw persist_error(path, "open its directory", errno_code(e));
   }
-  unique_fd fd;
-  std::string temp_name;
-  if (const int e = dir.create_temporary(name, modes.file, fd, temp_name); e != 0) {
-    const std::filesystem::path temp_path = dir / (name + ".tmp-trellis-*");
-    throw persist_error(
-        path,
-        detail::step_text("create a temporary file '" + temp_path.string() + "'", temp_path, e),
-        errno_code(e));
-  }
-  TempFileGuard temp(dir, std::move(temp_name));
-  const std::string temp_path = (dir / temp.name()).string();
-  if (const int e =
-          detail::io_step("sidecar.write", [&] { return detail::write_all(fd.get(), bytes); });
-      e != 0) {
-    throw persist_error(path, "write the temporary file '" + temp_path + "'", errno_code(e));
-  }
-  failpoint("sidecar.after_temp_write", path);
-  if (const int e =
-          detail::io_step("sidecar.fsync", [&] { return ::fsync(fd.get()) == 0 ? 0 : errno; });
-      e != 0) {
-    throw persist_error(path, "fsync the temporary file '" + temp_path + "'", errno_code(e));
-  }
-  failpoint("sidecar.after_temp_fsync", path);
-  if (const int e = fd.close(); e != 0) {
-    throw persist_error(path, "close the temporary file '" + temp_path + "'", errno_code(e));
-  }
-  if (const int e =
-          detail::io_step("sidecar.rename", [&] { return dir.rename(temp.name(), name); });
-      e != 0) {
-    throw persist_error(path, "rename '" + temp_path + "' over it", errno_code(e));
-  }
-  temp.renamed();
-
-  // From here on the file holds the new record: a failure leaves its durability unknown.
+  static constexpr detail::ReplaceFailpoints failpoints{
+      .write = "sidecar.write",
+      .sync = "sidecar.fsync",
+      .rename = "sidecar.rename",
+      .sync_directory = "sidecar.dir_fsync",
+      .after_write = "sidecar.after_temp_write",
+      .after_sync = "sidecar.after_temp_fsync",
+      .after_rename = "sidecar.after_rename",
+      .before_sync_dir = "sidecar.before_dir_fsync",
+  };
+  const detail::ReplaceOptions options{.mode = modes.file,
+                                       .sync = true,
+                                       .keep_open = false,
+                                       .failpoints = &failpoints,
+                                       .failpoint_file = path};
+  detail::ReplaceProgress progress;
+  // From the rename on the file holds the new record: a failure leaves its durability unknown.
   const auto unknown = [&](const std::string& operation, std::error_code code) {
     return persist_outcome_unknown(
         path,
         operation + " (the file holds the new record; whether it survives a crash is unknown)",
         code);
   };
+  int e = 0;
   try {
-    failpoint("sidecar.after_rename", path);
+    e = detail::replace_file(dir, name, bytes, options, progress);
   } catch (const persist_error& injected) {
-    throw unknown(injected.operation(), injected.code());
+    if (progress.renamed()) throw unknown(injected.operation(), injected.code());
+    throw;
   }
-  try {
-    failpoint("sidecar.before_dir_fsync", path);
-  } catch (const persist_error& injected) {
-    throw unknown(injected.operation(), injected.code());
-  }
-  if (const int e = detail::io_step("sidecar.dir_fsync", [&] { return dir.sync(); }); e != 0) {
-    throw unknown("fsync its directory after the rename", errno_code(e));
+  if (e == 0) return;
+  const std::string temp_path = (dir / progress.temporary).string();
+  switch (progress.step) {
+    case detail::ReplaceStep::create_temporary: {
+      const std::filesystem::path pattern = dir / (name + ".tmp-trellis-*");
+      throw persist_error(
+          path, detail::step_text("create a temporary file '" + pattern.string() + "'", pattern, e),
+          errno_code(e));
+    }
+    case detail::ReplaceStep::write:
+      throw persist_error(path, "write the temporary file '" + temp_path + "'", errno_code(e));
+    case detail::ReplaceStep::sync:
+      throw persist_error(path, "fsync the temporary file '" + temp_path + "'", errno_code(e));
+    case detail::ReplaceStep::close:
+      throw persist_error(path, "close the temporary file '" + temp_path + "'", errno_code(e));
+    case detail::ReplaceStep::rename:
+      throw persist_error(path, "rename '" + temp_path + "' over it", errno_code(e));
+    default:
+      throw unknown("fsync its directory after the rename", errno_code(e));
   }
 }
 
@@ -373,7 +347,8 @@ Quarantined quarantine_sidecar_and_journal(const std::filesystem::path& path, bo
   if (names.empty()) {
     return out;
   }
-  const std::string stamp = ".corrupt-" + compact_utc_timestamp();
+  const std::string stamp =
+      ".corrupt-" + detail::format_utc_compact(std::chrono::system_clock::now());
   for (int n = 1;; ++n) {
     const std::string suffix = n == 1 ? stamp : stamp + "-" + std::to_string(n);
     std::vector<std::pair<std::string, std::string>> done;

@@ -1,19 +1,18 @@
 #include "trellis/persist/sidecar_lock.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include <trellis/io/file_io.hpp>
+#include <trellis/io/file_lock.hpp>
+
 #include "dir_io.hpp"
-#include "file_io.hpp"
 #include "trellis/persist/errors.hpp"
 
 namespace trellis {
@@ -23,20 +22,7 @@ namespace {
 // The pid recorded in the lock file, if it names a live process. Racy by nature (the holder
 // may not have written it yet, or may be a newer owner), hence "where known".
 std::optional<pid_t> recorded_holder(int fd) {
-  char text[32] = {};
-  const ssize_t got = ::pread(fd, text, sizeof text - 1, 0);
-  if (got <= 0) {
-    return std::nullopt;
-  }
-  pid_t pid = 0;
-  const auto [end, ec] = std::from_chars(text, text + got, pid);
-  if (ec != std::errc{} || end == text || pid <= 0) {
-    return std::nullopt;
-  }
-  if (::kill(pid, 0) != 0 && errno != EPERM) {
-    return std::nullopt;
-  }
-  return pid;
+  return detail::live_holder_pid(detail::read_lock_holder(fd, 31));
 }
 
 }  // namespace
@@ -68,22 +54,15 @@ SidecarLock::SidecarLock(std::filesystem::path sidecar, mode_t file_mode)
         detail::step_text("create the lock file '" + lock_path.string() + "'", lock_path, e),
         detail::errno_code(e));
   }
-  int result = 0;
-  do {
-    result = ::flock(fd.get(), LOCK_EX | LOCK_NB);
-  } while (result != 0 && errno == EINTR);
-  if (result != 0) {
-    if (errno == EWOULDBLOCK) {
+  if (const int locked = detail::try_lock_file(fd.get()); locked != 0) {
+    if (locked == EWOULDBLOCK) {
       throw sidecar_locked(sidecar_, recorded_holder(fd.get()));
     }
     throw persist_error(sidecar_, "flock the lock file '" + lock_path.string() + "'",
-                        detail::errno_code(errno));
+                        detail::errno_code(locked));
   }
   // Best effort: the pid is a courtesy for error messages, not part of the lock.
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd.get(), 0) == 0) {
-    (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
-  }
+  (void)detail::write_lock_holder(fd.get(), std::to_string(::getpid()) + "\n");
   fd_ = fd.release();
 }
 

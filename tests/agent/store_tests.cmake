@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# The agent stores: one behavioural suite over MemoryStore, FileStore and SqliteStore, plus each
-# store's bad input. Included from tests/agent/tests.cmake (after trellis_add_test_executable
+# The agent stores: one behavioural suite over MemoryStore, FileStore and SqliteStore (the
+# conformance suite), plus each store's own layout, schema and bad input. Included from tests/agent/tests.cmake (after trellis_add_test_executable
 # is defined).
 find_package(OpenSSL REQUIRED)  # persist_test_support.hpp hashes hand-built files
 
@@ -19,7 +19,19 @@ add_dependencies(trellis_store_tests trellis_store_lease_child)
 add_test(NAME trellis_store_tests COMMAND trellis_store_tests)
 set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 
+# The Store contract over every backend (TEST_CASE_TEMPLATE): a store that later issues add
+# joins by adding a Harness and its name to TRELLIS_ALL_STORES.
+trellis_add_test_executable(trellis_store_conformance_tests
+  ${CMAKE_CURRENT_LIST_DIR}/store_conformance_test.cpp)
+target_link_libraries(trellis_store_conformance_tests PRIVATE trellis::sqlite OpenSSL::Crypto
+                                                              SQLite::SQLite3)
+add_test(NAME trellis_store_conformance_tests COMMAND trellis_store_conformance_tests)
+set_tests_properties(trellis_store_conformance_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+
 # The cases with threads (two workers on one store object, the lease heartbeat) also run in the
 # ThreadSanitizer job.
 add_test(NAME trellis_store_concurrency COMMAND trellis_store_tests --test-suite=concurrency)
-set_tests_properties(trellis_store_concurrency PROPERTIES LABELS "agent;concurrency" TIMEOUT 300)
+add_test(NAME trellis_store_conformance_concurrency
+         COMMAND trellis_store_conformance_tests --test-suite=concurrency)
+set_tests_properties(trellis_store_concurrency trellis_store_conformance_concurrency PROPERTIES
+  LABELS "agent;concurrency" TIMEOUT 300)

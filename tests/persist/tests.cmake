@@ -11,17 +11,12 @@ if(COMMAND trellis_set_warnings)
 endif()
 
 trellis_add_test_executable(trellis_persist_tests
-  ${CMAKE_CURRENT_LIST_DIR}/directory_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/failpoint_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/journal_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/json_writable_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/line_log_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lock_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sidecar_test.cpp)
 target_link_libraries(trellis_persist_tests PRIVATE OpenSSL::Crypto)
-# json_writable_test.cpp and directory_test.cpp test private code shared by persist/ and agent/.
-target_include_directories(trellis_persist_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(trellis_persist_tests PRIVATE
   TRELLIS_PERSIST_HELPER="$<TARGET_FILE:trellis_persist_helper>")
 add_dependencies(trellis_persist_tests trellis_persist_helper)

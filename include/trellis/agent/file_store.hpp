@@ -51,6 +51,7 @@
 #include <mutex>
 #include <string>
 
+#include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent {
@@ -71,7 +72,7 @@ struct FileStoreOptions {
   unsigned file_mode = 0600;
 };
 
-class FileStore final : public Store {
+class FileStore final : public detail::StoreProtocol {
  public:
   /// Opens (creating it and its parents if needed, with the directory mode of
   /// `options.file_mode`) the store rooted at `root`, resolving links in `root` once. Throws
@@ -82,23 +83,7 @@ class FileStore final : public Store {
   FileStore(const FileStore&) = delete;
   FileStore& operator=(const FileStore&) = delete;
 
-  using Store::commit;
-  using Store::put_effect;
-
-  void create(const Checkpoint& first) override;
-  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) override;
-  std::optional<Checkpoint> latest(std::string_view run_id) override;
-  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
-  std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
-  Lease lease(std::string_view run_id, std::string_view owner) override;
-  void renew(const LeaseToken& lease) override;
-  void put_effect(const EffectRecord& record, const LeaseToken& lease) override;
-  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
-  std::vector<EffectRecord> effects(std::string_view run_id) override;
-  void append_event(std::string_view run_id, const nlohmann::json& event) override;
-  std::vector<nlohmann::json> events(std::string_view run_id) override;
-  void apply_retention(const Retention& retention) override;
 
   /// The root directory.
   const std::filesystem::path& root() const noexcept { return root_; }
@@ -108,8 +93,23 @@ class FileStore final : public Store {
  private:
   struct Root;      // the root directory, opened once, and the modes of what the store creates
   struct RunFiles;  // per run: the cached newest checkpoint, effect records and descriptors
+  class Write;      // one run under its commit.lock: the primitives of the protocol
   std::shared_ptr<RunFiles> files(std::string_view run_id);
   void forget(const std::string& run_id);
+
+  // The backend (detail/store_protocol.hpp).
+  void write_run(std::string_view run_id, detail::WriteKind kind,
+                 detail::RunBody<detail::RunWrite> body) override;
+  std::optional<Lease> take_lease(std::string_view run_id, std::string_view owner,
+                                  std::string& holder) override;
+  std::optional<Checkpoint> read_latest(std::string_view run_id) override;
+  std::optional<Checkpoint> read_checkpoint(std::string_view run_id, std::uint64_t seq) override;
+  std::vector<Checkpoint> read_history(std::string_view run_id) override;
+  std::optional<EffectRecord> read_effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> read_effects(std::string_view run_id) override;
+  void write_event(std::string_view run_id, const nlohmann::json& event) override;
+  std::vector<nlohmann::json> read_events(std::string_view run_id) override;
+  void retain(const detail::RetentionPlan& plan) override;
 
   std::filesystem::path root_;
   FileStoreOptions options_;

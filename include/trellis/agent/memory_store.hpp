@@ -2,7 +2,8 @@
 /// @file
 /// `MemoryStore`: runs kept in memory (tests, short-lived tools). Thread-safe; nothing
 /// survives the process. A lease does not expire (no lease_ttl): it is held until its Lease
-/// is destroyed; its epoch counts the takings of the run's lease in this object.
+/// is destroyed; its epoch counts the takings of the run's lease in this object. It makes every
+/// check of the Store contract (detail::StoreProtocol), as the persistent stores do.
 
 #include <map>
 #include <mutex>
@@ -10,29 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent {
 
-class MemoryStore final : public Store {
+class MemoryStore final : public detail::StoreProtocol {
  public:
-  using Store::commit;
-  using Store::put_effect;
-
-  void create(const Checkpoint& first) override;
-  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) override;
-  std::optional<Checkpoint> latest(std::string_view run_id) override;
-  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
-  std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
-  Lease lease(std::string_view run_id, std::string_view owner) override;
-  void renew(const LeaseToken& lease) override;
-  void put_effect(const EffectRecord& record, const LeaseToken& lease) override;
-  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
-  std::vector<EffectRecord> effects(std::string_view run_id) override;
-  void append_event(std::string_view run_id, const nlohmann::json& event) override;
-  std::vector<nlohmann::json> events(std::string_view run_id) override;
-  void apply_retention(const Retention& retention) override;
 
  private:
   struct Run {
@@ -45,8 +31,22 @@ class MemoryStore final : public Store {
     std::string owner;
     std::string holder;
   };
+  class Write;
   void release(const LeaseToken& token);
-  void check_lease(const std::string& run_id, const LeaseToken& lease) const;
+
+  // The backend (detail/store_protocol.hpp).
+  void write_run(std::string_view run_id, detail::WriteKind kind,
+                 detail::RunBody<detail::RunWrite> body) override;
+  std::optional<Lease> take_lease(std::string_view run_id, std::string_view owner,
+                                  std::string& holder) override;
+  std::optional<Checkpoint> read_latest(std::string_view run_id) override;
+  std::optional<Checkpoint> read_checkpoint(std::string_view run_id, std::uint64_t seq) override;
+  std::vector<Checkpoint> read_history(std::string_view run_id) override;
+  std::optional<EffectRecord> read_effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> read_effects(std::string_view run_id) override;
+  void write_event(std::string_view run_id, const nlohmann::json& event) override;
+  std::vector<nlohmann::json> read_events(std::string_view run_id) override;
+  void retain(const detail::RetentionPlan& plan) override;
 
   std::mutex m_;
   std::map<std::string, Run, std::less<>> runs_;

@@ -54,6 +54,7 @@
 #include <mutex>
 #include <string>
 
+#include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent {
@@ -83,7 +84,7 @@ struct SqliteStoreOptions {
   unsigned file_mode = 0600;
 };
 
-class SqliteStore final : public Store {
+class SqliteStore final : public detail::StoreProtocol {
  public:
   /// The schema version this build writes and reads (1: before effect records, 2: before
   /// lease epochs, 3: before row checksums; such a database is upgraded in place when opened).
@@ -98,24 +99,8 @@ class SqliteStore final : public Store {
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
-  using Store::commit;
-  using Store::put_effect;
-
-  void create(const Checkpoint& first) override;
-  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) override;
-  std::optional<Checkpoint> latest(std::string_view run_id) override;
-  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) override;
-  std::vector<Checkpoint> history(std::string_view run_id) override;
   std::vector<std::string> runs() override;
-  Lease lease(std::string_view run_id, std::string_view owner) override;
-  void renew(const LeaseToken& lease) override;
   std::optional<std::chrono::milliseconds> lease_ttl() const override { return options_.lease_ttl; }
-  void put_effect(const EffectRecord& record, const LeaseToken& lease) override;
-  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) override;
-  std::vector<EffectRecord> effects(std::string_view run_id) override;
-  void append_event(std::string_view run_id, const nlohmann::json& event) override;
-  std::vector<nlohmann::json> events(std::string_view run_id) override;
-  void apply_retention(const Retention& retention) override;
 
   /// The database file.
   const std::filesystem::path& path() const noexcept { return path_; }
@@ -123,7 +108,23 @@ class SqliteStore final : public Store {
  private:
   struct Db;  // the connection, its prepared statements and the per-run encoder cache
   void release(const LeaseToken& token) noexcept;
-  void keep_lease(Db& db, const std::string& run_id, const LeaseToken& lease);
+  std::optional<detail::LeaseRefusal> keep_lease(Db& db, std::string_view run_id,
+                                                 const LeaseToken& lease);
+  class Write;  // one run inside one database transaction: the primitives of the protocol
+
+  // The backend (detail/store_protocol.hpp).
+  void write_run(std::string_view run_id, detail::WriteKind kind,
+                 detail::RunBody<detail::RunWrite> body) override;
+  std::optional<Lease> take_lease(std::string_view run_id, std::string_view owner,
+                                  std::string& holder) override;
+  std::optional<Checkpoint> read_latest(std::string_view run_id) override;
+  std::optional<Checkpoint> read_checkpoint(std::string_view run_id, std::uint64_t seq) override;
+  std::vector<Checkpoint> read_history(std::string_view run_id) override;
+  std::optional<EffectRecord> read_effect(std::string_view run_id, std::string_view key) override;
+  std::vector<EffectRecord> read_effects(std::string_view run_id) override;
+  void write_event(std::string_view run_id, const nlohmann::json& event) override;
+  std::vector<nlohmann::json> read_events(std::string_view run_id) override;
+  void retain(const detail::RetentionPlan& plan) override;
 
   std::filesystem::path path_;
   SqliteStoreOptions options_;

@@ -1,7 +1,10 @@
 #pragma once
 /// @file
 /// `Store`: where runs live. One interface for every backend (MemoryStore for tests,
-/// FileStore as the embedded default, SqliteStore); one behavioural suite runs over all.
+/// FileStore as the embedded default, SqliteStore); one behavioural suite runs over all
+/// (tests/agent/store_conformance_test.cpp). The contract below is implemented once, in
+/// detail::StoreProtocol (detail/store_protocol.hpp), over each backend's primitive reads and
+/// writes: a new backend derives from it and makes none of these checks itself.
 ///
 /// The contract:
 /// - `create` writes a run's first checkpoint (seq 0); a second create of the id fails.

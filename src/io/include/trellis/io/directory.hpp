@@ -1,6 +1,6 @@
 #pragma once
-// Private to the trellis library: the directory half of the durable-I/O toolkit that persist/
-// and the agent's FileStore share (the rule of issue 10, items 8-11).
+// Private to the trellis library (the durable-I/O toolkit, never installed): the directory half
+// that persist/ and the agent's FileStore share (the rule of issue 10, items 8-11).
 //
 // The rule: the path a user gives, and its directory, may go through symbolic links. trellis
 // resolves the directory once (realpath), opens it as a directory descriptor, and opens every
@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "../persist/file_io.hpp"
+#include <trellis/io/file_io.hpp>
 
 namespace trellis::detail {
 

@@ -1,4 +1,4 @@
-// The directory half of the durable-I/O toolkit (src/io/directory.hpp) that persist/ and the
+// The directory half of the durable-I/O toolkit (<trellis/io/directory.hpp>) that persist/ and the
 // agent's FileStore share: no link followed inside trellis's directory, exact modes whatever
 // the umask, temporaries trellis can prove are its own, one path for every alias of a file.
 #include <doctest/doctest.h>
@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <string>
 
+#include <trellis/io/directory.hpp>
 #include "../persist/persist_test_support.hpp"
-#include "io/directory.hpp"
 #include "trellis/error.hpp"
 
 namespace {

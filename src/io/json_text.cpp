@@ -1,10 +1,10 @@
-#include "json_text.hpp"
+#include <trellis/io/json_text.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "checksum.hpp"
+#include <trellis/io/checksum.hpp>
 
 namespace trellis::detail {
 

@@ -1,6 +1,8 @@
 #pragma once
-// Private to src/persist: parsing and field checks shared by the sidecar and journal readers,
-// each failure reported as a recovery_error reason and detail.
+// Private to the trellis library (the durable-I/O toolkit): the JSON half of reading a
+// checksummed line log or a sidecar (parsing with a depth limit, field checks, the checksum
+// member), shared by persist/ and the agent's stores; each failure is a recovery_error reason
+// and detail that the caller turns into its own error type.
 
 #include <cstdint>
 #include <optional>

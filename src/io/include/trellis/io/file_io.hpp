@@ -1,7 +1,7 @@
 #pragma once
-// Private to src/persist: thin POSIX helpers shared by the sidecar, its lock and the journal.
-// They report errno values instead of throwing, so each caller names the step that failed
-// (the temporary files' helpers, which name their own file, throw persist_error).
+// Private to the trellis library (the durable-I/O toolkit, never installed): thin POSIX helpers
+// shared by persist/ and the agent's stores. They report errno values instead of throwing, so
+// each caller names the step that failed in its own error type (persist_error, store_error).
 
 #include <filesystem>
 #include <string>

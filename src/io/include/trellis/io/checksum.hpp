@@ -1,6 +1,7 @@
 #pragma once
-// Private to src/persist: the "sha256:<hex>" checksums of sidecars and journal lines.
-// OpenSSL stays a private dependency of the library, so this header is not installed.
+// Private to the trellis library (the durable-I/O toolkit): the "sha256:<hex>" checksums of
+// sidecars, line logs and SQLite rows. OpenSSL stays a private dependency of the library, so
+// this header is not installed.
 
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
 // SHA-256 through OpenSSL's EVP digest API (libcrypto; see design.md, dependencies).
 
-#include "checksum.hpp"
+#include <trellis/io/checksum.hpp>
 
 #include <openssl/evp.h>
 

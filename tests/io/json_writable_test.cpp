@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "persist/json_text.hpp"
+#include <trellis/io/json_text.hpp>
 #include "trellis/error.hpp"
 
 namespace {

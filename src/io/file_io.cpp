@@ -1,4 +1,6 @@
-#include "file_io.hpp"
+// The descriptor and byte helpers of the durable-I/O toolkit.
+
+#include <trellis/io/file_io.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,7 +8,7 @@
 
 #include <cerrno>
 
-#include "dir_io.hpp"
+#include <trellis/io/directory.hpp>
 #include "trellis/persist/errors.hpp"
 
 namespace trellis::detail {
@@ -78,49 +80,6 @@ TempFileGuard::~TempFileGuard() {
   if (!name_.empty()) {
     (void)dir_->unlink(name_);
   }
-}
-
-int open_parent(const std::filesystem::path& file, Directory& dir, std::string& name) {
-  if (file.filename().empty()) {
-    return EISDIR;
-  }
-  if (const int e = dir.open(parent_directory(file), false, Modes{})) {
-    return e;
-  }
-  name = file.filename().string();
-  return 0;
-}
-
-std::string step_text(std::string_view operation, const std::filesystem::path& file, int e) {
-  std::string text(operation);
-  if (e == ELOOP) {
-    text += " (a symbolic link is at '" + file.string() +
-            "'; trellis does not follow links inside its directory)";
-  }
-  return text;
-}
-
-Modes sidecar_modes(mode_t file_mode, const std::filesystem::path& sidecar) {
-  return Modes::from_file_mode(file_mode, "sidecar '" + sidecar.string() + "'");
-}
-
-std::filesystem::path resolved_sidecar(const std::filesystem::path& path) {
-  std::filesystem::path file = path;
-  // A link to a sidecar not yet written (a dangling link) names the file it will be: follow
-  // it by hand (resolve_file only follows links to files that exist), a bounded number of hops.
-  for (int hops = 0; hops < 40; ++hops) {
-    std::error_code ec;
-    if (!std::filesystem::is_symlink(file, ec) || std::filesystem::exists(file, ec)) {
-      break;
-    }
-    const std::filesystem::path target = std::filesystem::read_symlink(file, ec);
-    if (ec) {
-      break;
-    }
-    file = target.is_absolute() ? target : parent_directory(file) / target;
-  }
-  std::filesystem::path resolved;
-  return resolve_file(file, resolved) == 0 ? resolved : path;
 }
 
 int fsync_directory(const std::filesystem::path& directory) noexcept {

@@ -1,0 +1,122 @@
+#pragma once
+/// @file
+/// `detail::StoreProtocol`: the Store contract (store.hpp), written once over a small backend.
+///
+/// Every store (MemoryStore, FileStore, SqliteStore, and the ones later issues add) derives from
+/// it and supplies primitives: one write transaction over one run (a mutex, a file lock, a
+/// database transaction) with the run's primitive reads and writes inside it, the lease table,
+/// and the plain reads. The checks every store must make are here, once, in this order: the
+/// run id (invalid_run_id), the run's existence (unknown_run), the version check (run_busy when
+/// the newest checkpoint is not `expected_seq`), the sequence continuity (store_error when
+/// `next.seq` is not expected_seq + 1), the lease token's run and its hold on the run
+/// (run_busy); only then does the backend write.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "trellis/agent/store.hpp"
+
+namespace trellis::agent::detail {
+
+/// A non-owning reference to a callable `void(Arg&)` (no allocation: commit is a hot path).
+template <class Arg>
+class RunBody {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, RunBody>) RunBody(F& f)
+  noexcept  // NOLINT: implicit, like std::function_ref
+      : object_(static_cast<void*>(&f)), call_([](void* o, Arg& a) { (*static_cast<F*>(o))(a); }) {}
+  void operator()(Arg& a) const { call_(object_, a); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, Arg&);
+};
+
+/// Why a lease token no longer holds its run's lease.
+struct LeaseRefusal {
+  std::uint64_t epoch = 0;  ///< the epoch of the token that was checked
+  std::string why;          ///< "was released", "is now held by 'w'", ...
+};
+
+/// One run inside one write transaction of a backend (its lock held, or its database
+/// transaction open): the primitive reads and writes the protocol is made of. What the
+/// primitives write becomes durable when the transaction ends without an exception. The
+/// protocol calls newest_seq() before any write, so a backend may look the run up there.
+class RunWrite {
+ public:
+  /// The run's newest checkpoint seq; nullopt when the run does not exist.
+  virtual std::optional<std::uint64_t> newest_seq() = 0;
+  /// Checks that `token` holds the run's lease (renewing it where leases expire); an empty
+  /// token stands for the overloads without one (the backend checks the lease this store
+  /// object holds on the run, if it can have been lost). nullopt when it holds.
+  virtual std::optional<LeaseRefusal> hold_lease(const LeaseToken& token) = 0;
+  /// Writes the run's first checkpoint (the run does not exist).
+  virtual void insert_first(const Checkpoint& first) = 0;
+  /// Appends `next` after the newest checkpoint.
+  virtual void append(const Checkpoint& next) = 0;
+  /// Inserts the effect record, or replaces the record of its key.
+  virtual void put_effect(const EffectRecord& record) = 0;
+
+ protected:
+  ~RunWrite() = default;
+};
+
+/// What a write transaction is for (a backend may lock less for a renewal).
+enum class WriteKind { create, commit, put_effect, renew };
+
+/// What apply_retention keeps, decided once: `finished_before` is the UTC text (see
+/// checkpoint.hpp's created_at) before which finished runs go, empty for none.
+struct RetentionPlan {
+  std::size_t keep_last = 0;
+  std::string finished_before;
+};
+
+class StoreProtocol : public Store {
+ public:
+  using Store::commit;
+  using Store::put_effect;
+
+  void create(const Checkpoint& first) final;
+  void commit(const Checkpoint& next, std::uint64_t expected_seq, const LeaseToken& lease) final;
+  std::optional<Checkpoint> latest(std::string_view run_id) final;
+  std::optional<Checkpoint> checkpoint(std::string_view run_id, std::uint64_t seq) final;
+  std::vector<Checkpoint> history(std::string_view run_id) final;
+  Lease lease(std::string_view run_id, std::string_view owner) final;
+  void renew(const LeaseToken& lease) final;
+  void put_effect(const EffectRecord& record, const LeaseToken& lease) final;
+  std::optional<EffectRecord> effect(std::string_view run_id, std::string_view key) final;
+  std::vector<EffectRecord> effects(std::string_view run_id) final;
+  void append_event(std::string_view run_id, const nlohmann::json& event) final;
+  std::vector<nlohmann::json> events(std::string_view run_id) final;
+  void apply_retention(const Retention& retention) final;
+
+ protected:
+  StoreProtocol() = default;
+
+  // --- the backend's primitives (each called with a valid run id) ---------------------------
+
+  /// Runs `body` inside one write transaction over run `run_id`.
+  virtual void write_run(std::string_view run_id, WriteKind kind, RunBody<RunWrite> body) = 0;
+  /// Takes the run's lease for `owner`; nullopt when another holds it, described in `holder`
+  /// ("'w' (pid 12)").
+  virtual std::optional<Lease> take_lease(std::string_view run_id, std::string_view owner,
+                                          std::string& holder) = 0;
+  virtual std::optional<Checkpoint> read_latest(std::string_view run_id) = 0;
+  virtual std::optional<Checkpoint> read_checkpoint(std::string_view run_id, std::uint64_t seq) = 0;
+  virtual std::vector<Checkpoint> read_history(std::string_view run_id) = 0;
+  virtual std::optional<EffectRecord> read_effect(std::string_view run_id,
+                                                  std::string_view key) = 0;
+  virtual std::vector<EffectRecord> read_effects(std::string_view run_id) = 0;
+  /// Appends an event to an existing run; drops it when the run does not exist.
+  virtual void write_event(std::string_view run_id, const nlohmann::json& event) = 0;
+  virtual std::vector<nlohmann::json> read_events(std::string_view run_id) = 0;
+  virtual void retain(const RetentionPlan& plan) = 0;
+};
+
+}  // namespace trellis::agent::detail
