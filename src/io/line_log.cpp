@@ -11,7 +11,7 @@
 #include <trellis/io/checksum.hpp>
 #include <trellis/io/file_io.hpp>
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
 namespace trellis::detail {

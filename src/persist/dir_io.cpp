@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace trellis::detail {
 

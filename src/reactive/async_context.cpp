@@ -10,7 +10,7 @@
 #include <mutex>
 #include <utility>
 
-#include "trellis/error.hpp"
+#include "trellis/reactive/errors.hpp"
 
 namespace trellis {
 

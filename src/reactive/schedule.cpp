@@ -6,7 +6,7 @@
 #include <exception>
 #include <string>
 
-#include "trellis/error.hpp"
+#include "trellis/reactive/errors.hpp"
 #include "trellis/reactive/detail/lifetime.hpp"
 
 namespace trellis::detail {

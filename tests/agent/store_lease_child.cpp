@@ -7,7 +7,7 @@
 
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/sqlite_store.hpp>
-#include <trellis/error.hpp>
+#include <trellis/agent/errors.hpp>
 
 #include <unistd.h>
 

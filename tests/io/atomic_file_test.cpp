@@ -9,7 +9,7 @@
 #include <trellis/io/atomic_file.hpp>
 
 #include "../persist/persist_test_support.hpp"
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/failpoint.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 
 #include <trellis/io/directory.hpp>
 #include "../persist/persist_test_support.hpp"
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <trellis/io/json_text.hpp>
-#include "trellis/error.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace {
 

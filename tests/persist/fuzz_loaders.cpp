@@ -8,7 +8,7 @@
 ///
 /// read_journal only reads files, so the bytes go into a memfd, opened by read_journal as
 /// /proc/self/fd/N: no file system traffic. Built only with -DTRELLIS_FUZZ=ON and clang.
-#include <trellis/error.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/journal.hpp>
 #include <trellis/persist/sidecar.hpp>
 

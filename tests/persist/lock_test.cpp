@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <trellis/error.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/sidecar_lock.hpp>
 
 #include <signal.h>

@@ -6,7 +6,7 @@
 // Failpoints come from TRELLIS_FAILPOINT. Exit codes: 0 done, 2 usage, 3 a trellis::error
 // (printed on stderr).
 
-#include <trellis/error.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/journal.hpp>
 #include <trellis/persist/sidecar.hpp>
 #include <trellis/persist/sidecar_lock.hpp>

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-#include "trellis/error.hpp"
+#include "trellis/reactive/errors.hpp"
 
 namespace {
 
