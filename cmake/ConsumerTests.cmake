@@ -2,7 +2,7 @@
 # installed copy, and add_subdirectory() of the source tree. Each configures and builds a tiny
 # separate project (tests/find_package/, tests/add_subdirectory/) and runs it.
 
-foreach(_mode IN ITEMS find_package add_subdirectory)
+foreach(_mode IN ITEMS find_package add_subdirectory reactive_only)
   add_test(NAME trellis.consumer.${_mode}
     COMMAND ${CMAKE_COMMAND}
       -DMODE=${_mode}

@@ -5,8 +5,8 @@
 // Usage: document_cycle [OUTPUT_DIR]   (default: the current directory)
 
 #include <trellis/machine/diagram.hpp>
+#include <trellis/machine/state_machine.hpp>
 #include <trellis/testing.hpp>
-#include <trellis/trellis.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <trellis/trellis.hpp>
+#include <trellis/persist/durable_state_machine.hpp>
 
 enum class Count { step };
 std::optional<long> count(const long& n, Count) { return n + 1; }  // pure, like any step

@@ -2,7 +2,7 @@
 // cleanup, a batch, an untracked read, and a cycle reported as an error.
 #include <cstdio>
 #include <optional>
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
 
 int main() {
   trellis::Context ctx;

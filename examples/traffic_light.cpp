@@ -2,7 +2,7 @@
 // eager state_is() signal, an observer printing each transition, and an event it rejects.
 #include <cstdio>
 #include <optional>
-#include <trellis/trellis.hpp>
+#include <trellis/machine/state_machine.hpp>
 
 enum class Light { Red, Green, Yellow };
 enum class Tick { Advance, Skip };

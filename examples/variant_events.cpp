@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <trellis/trellis.hpp>
+#include <trellis/machine/state_machine.hpp>
 #include <variant>
 
 enum class Phase { Idle, Downloading, Failed, Done };

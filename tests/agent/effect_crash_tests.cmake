@@ -8,12 +8,12 @@
 find_package(OpenSSL REQUIRED)  # persist_test_support.hpp hashes hand-built files
 
 add_executable(trellis_effect_crash_child ${CMAKE_CURRENT_LIST_DIR}/effect_crash_child.cpp)
-target_link_libraries(trellis_effect_crash_child PRIVATE trellis::trellis trellis::sqlite)
+target_link_libraries(trellis_effect_crash_child PRIVATE trellis::sqlite)
 if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_effect_crash_child)
 endif()
 
-trellis_add_test_executable(trellis_effect_crash_tests
+trellis_add_test_executable(trellis_effect_crash_tests LAYERS sqlite
   ${CMAKE_CURRENT_LIST_DIR}/effect_crash_test.cpp)
 target_link_libraries(trellis_effect_crash_tests PRIVATE trellis::sqlite OpenSSL::Crypto)
 target_compile_definitions(trellis_effect_crash_tests PRIVATE

@@ -6,12 +6,12 @@ find_package(OpenSSL REQUIRED)  # persist_test_support.hpp hashes hand-built fil
 
 # A child process that holds a lease until it is killed (the cross-process lease cases).
 add_executable(trellis_store_lease_child ${CMAKE_CURRENT_LIST_DIR}/store_lease_child.cpp)
-target_link_libraries(trellis_store_lease_child PRIVATE trellis::trellis trellis::sqlite)
+target_link_libraries(trellis_store_lease_child PRIVATE trellis::sqlite)
 if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_store_lease_child)
 endif()
 
-trellis_add_test_executable(trellis_store_tests ${CMAKE_CURRENT_LIST_DIR}/store_test.cpp)
+trellis_add_test_executable(trellis_store_tests LAYERS sqlite ${CMAKE_CURRENT_LIST_DIR}/store_test.cpp)
 target_link_libraries(trellis_store_tests PRIVATE trellis::sqlite OpenSSL::Crypto SQLite::SQLite3)
 target_compile_definitions(trellis_store_tests PRIVATE
   TRELLIS_STORE_LEASE_CHILD="$<TARGET_FILE:trellis_store_lease_child>")

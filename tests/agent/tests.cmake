@@ -2,7 +2,7 @@
 # The agent layer: the graph's run loop, lifecycle, retries, hooks, approvals and events on
 # MemoryStore with a manual clock. Included from tests/CMakeLists.txt (after
 # trellis_add_test_executable is defined).
-trellis_add_test_executable(trellis_agent_tests ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
+trellis_add_test_executable(trellis_agent_tests LAYERS agent ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp)
 find_package(OpenSSL REQUIRED)  # effect_test.cpp computes SHA-256 on its own, apart from the library

@@ -3,12 +3,12 @@
 # threaded behaviours 8 and 9 (labelled "concurrency", so the TSan job runs them).
 # Included from tests/CMakeLists.txt (after trellis_add_test_executable is defined).
 
-trellis_add_test_executable(trellis_machine_runtime_tests
+trellis_add_test_executable(trellis_machine_runtime_tests LAYERS machine tbb signals2
   ${CMAKE_CURRENT_LIST_DIR}/state_machine_test.cpp)
 add_test(NAME trellis_machine_runtime_tests COMMAND trellis_machine_runtime_tests)
 set_tests_properties(trellis_machine_runtime_tests PROPERTIES LABELS "machine" TIMEOUT 300)
 
-trellis_add_test_executable(trellis_machine_concurrency_tests
+trellis_add_test_executable(trellis_machine_concurrency_tests LAYERS machine tbb signals2
   ${CMAKE_CURRENT_LIST_DIR}/machine_concurrency_test.cpp)
 add_test(NAME trellis_machine_concurrency_tests COMMAND trellis_machine_concurrency_tests)
 set_tests_properties(trellis_machine_concurrency_tests PROPERTIES LABELS "concurrency"

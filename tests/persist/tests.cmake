@@ -5,12 +5,12 @@ find_package(OpenSSL REQUIRED)  # the tests hash hand-built files themselves
 
 # A child process for the cross-process cases (lock holder, failpoint kills).
 add_executable(trellis_persist_helper ${CMAKE_CURRENT_LIST_DIR}/persist_helper.cpp)
-target_link_libraries(trellis_persist_helper PRIVATE trellis::trellis)
+target_link_libraries(trellis_persist_helper PRIVATE trellis::persist)
 if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_persist_helper)
 endif()
 
-trellis_add_test_executable(trellis_persist_tests
+trellis_add_test_executable(trellis_persist_tests LAYERS persist
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/failpoint_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/journal_test.cpp
@@ -24,7 +24,7 @@ add_test(NAME trellis_persist_tests COMMAND trellis_persist_tests)
 set_tests_properties(trellis_persist_tests PROPERTIES LABELS "persist" TIMEOUT 300)
 
 # DurableStateMachine in process: every durability mode, bad sidecars, schema, names, the lock.
-trellis_add_test_executable(trellis_durable_tests ${CMAKE_CURRENT_LIST_DIR}/durable_test.cpp)
+trellis_add_test_executable(trellis_durable_tests LAYERS persist ${CMAKE_CURRENT_LIST_DIR}/durable_test.cpp)
 target_link_libraries(trellis_durable_tests PRIVATE OpenSSL::Crypto)
 add_test(NAME trellis_durable_tests COMMAND trellis_durable_tests)
 set_tests_properties(trellis_durable_tests PROPERTIES LABELS "persist" TIMEOUT 300)
@@ -42,12 +42,12 @@ endif()
 # reopens and checks that nothing acknowledged was lost (TRELLIS_KILL_SEED replays a run,
 # TRELLIS_KILL_TRIALS sets the random loop's length).
 add_executable(trellis_durable_child ${CMAKE_CURRENT_LIST_DIR}/durable_child.cpp)
-target_link_libraries(trellis_durable_child PRIVATE trellis::trellis)
+target_link_libraries(trellis_durable_child PRIVATE trellis::persist)
 if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_durable_child)
 endif()
 
-trellis_add_test_executable(trellis_crash_tests ${CMAKE_CURRENT_LIST_DIR}/crash_test.cpp)
+trellis_add_test_executable(trellis_crash_tests LAYERS persist ${CMAKE_CURRENT_LIST_DIR}/crash_test.cpp)
 target_link_libraries(trellis_crash_tests PRIVATE OpenSSL::Crypto)
 target_compile_definitions(trellis_crash_tests PRIVATE
   TRELLIS_DURABLE_CHILD="$<TARGET_FILE:trellis_durable_child>")

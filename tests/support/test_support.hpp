@@ -6,7 +6,7 @@
 /// worker threads), and `scale()` to shorten randomized or stress loops under sanitizers.
 #pragma once
 
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
 
 #include <doctest/doctest.h>
 
