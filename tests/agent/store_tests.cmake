@@ -21,7 +21,7 @@ set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 
 # The Store contract over every backend (TEST_CASE_TEMPLATE): a store that later issues add
 # joins by adding a Harness and its name to TRELLIS_ALL_STORES.
-trellis_add_test_executable(trellis_store_conformance_tests
+trellis_add_test_executable(trellis_store_conformance_tests LAYERS sqlite
   ${CMAKE_CURRENT_LIST_DIR}/store_conformance_test.cpp)
 target_link_libraries(trellis_store_conformance_tests PRIVATE trellis::sqlite OpenSSL::Crypto
                                                               SQLite::SQLite3)

@@ -8,7 +8,7 @@ add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp)
-target_link_libraries(trellis_machine_tests PRIVATE trellis::machine nlohmann_json::nlohmann_json
+target_link_libraries(trellis_machine_tests PRIVATE trellis::machine trellis::testing trellis::json
                                                     trellis_doctest_main)
 target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support
                                                   ${PROJECT_SOURCE_DIR}/examples)

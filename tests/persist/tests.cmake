@@ -68,10 +68,12 @@ if(TRELLIS_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "TRELLIS_FUZZ=ON needs clang++ (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}")
   endif()
-  # Coverage feedback from the library's loaders, not only from the harness.
-  target_compile_options(trellis PRIVATE -fsanitize=fuzzer-no-link)
+  # Coverage feedback from the library's loaders (persist and its I/O toolkit), not only from
+  # the harness.
+  target_compile_options(trellis_persist PRIVATE -fsanitize=fuzzer-no-link)
+  target_compile_options(trellis_io PRIVATE -fsanitize=fuzzer-no-link)
   add_executable(trellis_fuzz_loaders ${CMAKE_CURRENT_LIST_DIR}/fuzz_loaders.cpp)
-  target_link_libraries(trellis_fuzz_loaders PRIVATE trellis::trellis)
+  target_link_libraries(trellis_fuzz_loaders PRIVATE trellis::persist)
   target_compile_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
   target_link_options(trellis_fuzz_loaders PRIVATE -fsanitize=fuzzer)
 endif()
