@@ -4,6 +4,7 @@
 /// trellis::sqlite, is included on its own: <trellis/agent/sqlite_store.hpp>).
 
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/events.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"
@@ -31,3 +32,4 @@
 #include "trellis/reactive/signal.hpp"
 #include "trellis/reactive/subscribe.hpp"
 #include "trellis/reactive/untracked.hpp"
+#include "trellis/signals2/event_bus.hpp"
