@@ -3,6 +3,7 @@
 # MemoryStore with a manual clock. Included from tests/CMakeLists.txt (after
 # trellis_add_test_executable is defined).
 trellis_add_test_executable(trellis_agent_tests ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/events_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp)
 find_package(OpenSSL REQUIRED)  # effect_test.cpp computes SHA-256 on its own, apart from the library
 target_link_libraries(trellis_agent_tests PRIVATE OpenSSL::Crypto)
