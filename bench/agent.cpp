@@ -70,6 +70,7 @@
 #include <trellis/agent/memory_store.hpp>
 #include <trellis/agent/node.hpp>
 #include <trellis/agent/sqlite_store.hpp>
+#include <trellis/signals2/event_bus.hpp>
 
 #include <algorithm>
 #include <array>

@@ -37,6 +37,7 @@
 
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/graph.hpp>
+#include <trellis/signals2/event_bus.hpp>
 
 namespace ag = trellis::agent;
 namespace fs = std::filesystem;

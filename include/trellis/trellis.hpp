@@ -5,6 +5,7 @@
 
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/failpoint.hpp"
+#include "trellis/agent/events.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"
@@ -36,3 +37,4 @@
 #include "trellis/signals2/subscribe.hpp"
 #include "trellis/signals2/transitions.hpp"
 #include "trellis/tbb/arena_executor.hpp"
+#include "trellis/signals2/event_bus.hpp"

@@ -74,7 +74,7 @@ std::string EffectRunner::now() const { return now_iso8601(clock_); }
 
 void EffectRunner::replayed(const EffectRecord& r) {
   replayed_.push_back(r.key);
-  if (observed_ && observed_()) emit_("effect_replayed", describe(r), false);
+  if (host_.observed()) host_.effect_event(EventKind::effect_replayed, describe(r), false);
 }
 
 void EffectRunner::begin(std::string node, std::uint64_t step) {
@@ -112,7 +112,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   rec.node = node_;
   rec.step = step_;
   rec.ordinal = ordinal;
-  rec.compensable = static_cast<bool>(compensate) || (declared_ && declared_(name) != nullptr);
+  rec.compensable = static_cast<bool>(compensate) || host_.declared_compensation(name) != nullptr;
   keys_.push_back(rec.key);
   if (compensate) compensations_.insert_or_assign(rec.key, std::move(compensate));
 
@@ -135,7 +135,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
                                "' was started and has no receipt: it may have happened, and "
                                "at_most_once never re-runs it; reconcile it with the external "
                                "system");
-          emit_("effect_reconciliation_required", describe(*stored), true);
+          host_.effect_event(EventKind::effect_reconciliation_required, describe(*stored), true);
           throw *reconciliation_;
         }
         rec.issued = stored->issued + 1;
@@ -149,7 +149,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_started", run_id_);
   });
-  emit_("effect_started", describe(rec), true);
+  host_.effect_event(EventKind::effect_started, describe(rec), true);
 
   const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                         rec.step, rec.ordinal, rec.issued, {}};
@@ -164,15 +164,15 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
     case EffectStatus::succeeded:
-      emit_("effect_completed", std::move(detail), true);
+      host_.effect_event(EventKind::effect_completed, std::move(detail), true);
       return std::move(rec.result);
     case EffectStatus::transient:
       detail["error"] = rec.error;
-      emit_("effect_failed", std::move(detail), true);
+      host_.effect_event(EventKind::effect_failed, std::move(detail), true);
       throw transient_error(failure_text(rec) + " (transient: retried with the same key)");
     default:
       detail["error"] = rec.error;
-      emit_("effect_failed", std::move(detail), true);
+      host_.effect_event(EventKind::effect_failed, std::move(detail), true);
       throw effect_failed(rec.key, failure_text(rec));
   }
 }
@@ -197,11 +197,11 @@ CompensationReport EffectRunner::compensate() {
     const CompensateFn* fn = nullptr;
     if (auto own = compensations_.find(effect.key); own != compensations_.end())
       fn = &own->second;
-    else if (declared_)
-      fn = declared_(effect.name);
+    else
+      fn = host_.declared_compensation(effect.name);
     if (fn == nullptr || !*fn) {
       left.push_back(effect.name + " (" + effect.key + ")");
-      emit_("compensation_pending", describe(effect), true);
+      host_.effect_event(EventKind::compensation_pending, describe(effect), true);
       continue;
     }
 
@@ -218,7 +218,7 @@ CompensationReport EffectRunner::compensate() {
     rec.issued = previous != done.end() ? previous->second->issued + 1 : 1;
     rec.started_at = now();
     store_.put_effect(rec, lease_);
-    emit_("compensation_started", describe(rec), true);
+    host_.effect_event(EventKind::compensation_started, describe(rec), true);
 
     const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                           rec.step, rec.ordinal, rec.issued, effect.key};
@@ -230,10 +230,10 @@ CompensationReport EffectRunner::compensate() {
     nlohmann::json detail = describe(rec);
     detail["compensates"] = effect.key;
     if (rec.status == EffectStatus::succeeded) {
-      emit_("compensation_completed", std::move(detail), true);
+      host_.effect_event(EventKind::compensation_completed, std::move(detail), true);
     } else {
       detail["error"] = rec.error;
-      emit_("compensation_failed", std::move(detail), true);
+      host_.effect_event(EventKind::compensation_failed, std::move(detail), true);
       if (rec.status == EffectStatus::transient)
         left.push_back(effect.name + " (" + effect.key + ")");
       else

@@ -7,6 +7,8 @@
 
 #include <trellis/agent/graph.hpp>
 #include <trellis/agent/memory_store.hpp>
+#include <trellis/machine/state_machine.hpp>  // the lifecycle tests drive a StateMachine
+#include <trellis/signals2/event_bus.hpp>     // Graph::events(), a Boost.Signals2 bus
 
 #include <doctest/doctest.h>
 

@@ -4,6 +4,7 @@
 # trellis_add_test_executable is defined).
 trellis_add_test_executable(trellis_agent_tests LAYERS agent ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/events_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp)
 find_package(OpenSSL REQUIRED)  # effect_test.cpp computes SHA-256 on its own, apart from the library
 target_link_libraries(trellis_agent_tests PRIVATE OpenSSL::Crypto)

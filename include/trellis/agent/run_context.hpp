@@ -7,34 +7,55 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
-
 #include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/clock.hpp"
-#include "trellis/agent/detail/effect_runner.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/permission.hpp"
 #include "trellis/agent/resume.hpp"
 
 namespace trellis::agent {
 
+namespace detail {
+class EffectRunner;
+}  // namespace detail
+
 class RunContext {
  public:
+  /// What the run loop knows of the step when it runs a node (tests of a single node build
+  /// one by hand: `RunContext ctx({.run_id = "r", .node = "n", .clock = &clock})`).
+  struct Info {
+    std::string run_id;
+    std::string node;
+    std::uint64_t step = 0;
+    std::uint32_t attempt = 0;
+    PermissionMode mode = PermissionMode::Default;
+    std::stop_token stop = {};
+    std::optional<Resume> resume = std::nullopt;
+    Clock* clock = nullptr;  ///< nullptr: SystemClock::instance()
+    /// Internal: the run call's effect runner (nullptr: effect() throws graph_error).
+    detail::EffectRunner* effects = nullptr;
+  };
+
+  explicit RunContext(Info info)
+      : run_id_(std::move(info.run_id)),
+        node_(std::move(info.node)),
+        step_(info.step),
+        attempt_(info.attempt),
+        mode_(info.mode),
+        stop_(std::move(info.stop)),
+        resume_(std::move(info.resume)),
+        clock_(info.clock != nullptr ? info.clock : &SystemClock::instance()),
+        effects_(info.effects) {}
+  /// The same, argument by argument (the form before Info).
   RunContext(std::string run_id, std::string node, std::uint64_t step, std::uint32_t attempt,
              PermissionMode mode, std::stop_token stop, std::optional<Resume> resume, Clock& clock,
              detail::EffectRunner* effects = nullptr)
-      : run_id_(std::move(run_id)),
-        node_(std::move(node)),
-        step_(step),
-        attempt_(attempt),
-        mode_(mode),
-        stop_(std::move(stop)),
-        resume_(std::move(resume)),
-        clock_(&clock),
-        effects_(effects) {}
+      : RunContext(Info{std::move(run_id), std::move(node), step, attempt, mode, std::move(stop),
+                        std::move(resume), &clock, effects}) {}
 
   std::string_view run_id() const noexcept { return run_id_; }
   /// The node being run.
@@ -61,15 +82,15 @@ class RunContext {
   /// EffectCall and returns a value convertible to JSON (or nothing: null is stored).
   template <class F>
   nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn) {
-    return runner(name).run(name, std::move(args), policy, wrap(std::forward<F>(fn)), {});
+    return run_effect(name, std::move(args), policy, wrap(std::forward<F>(fn)), {});
   }
   /// The same, with a compensation: when the run fails after this effect succeeded,
   /// `compensate(call, result)` undoes it, once, as an effect of its own.
   template <class F>
   nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn,
                         CompensateFn compensate) {
-    return runner(name).run(name, std::move(args), policy, wrap(std::forward<F>(fn)),
-                            std::move(compensate));
+    return run_effect(name, std::move(args), policy, wrap(std::forward<F>(fn)),
+                      std::move(compensate));
   }
 
  private:
@@ -83,12 +104,8 @@ class RunContext {
   Clock* clock_;
   detail::EffectRunner* effects_;
 
-  detail::EffectRunner& runner(std::string_view name) const {
-    if (effects_ == nullptr)
-      throw graph_error("trellis: effect '" + std::string(name) +
-                        "' called outside a run (this RunContext has no store)");
-    return *effects_;
-  }
+  nlohmann::json run_effect(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                            EffectFn fn, CompensateFn compensate);
   template <class F>
   static EffectFn wrap(F&& fn) {
     using R = std::invoke_result_t<F&, const EffectCall&>;

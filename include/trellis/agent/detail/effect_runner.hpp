@@ -17,6 +17,7 @@
 
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/event_kind.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent::detail {
@@ -34,27 +35,33 @@ struct CompensationReport {
   std::vector<std::string> failed;  ///< failed for good, as "name (key): error"
 };
 
+/// The run an EffectRunner works for (the run loop implements it): where the runner's events
+/// go, and the compensations the graph declares.
+class EffectHost {
+ public:
+  /// Logs one event of the run the way the loop logs its own (at the step's next node).
+  /// `durable`: also appended to the store's event log (false: for observers only).
+  virtual void effect_event(EventKind kind, nlohmann::json detail, bool durable) = 0;
+  /// True when someone observes the run's events (observer-only events are not even built
+  /// otherwise).
+  virtual bool observed() const noexcept = 0;
+  /// The compensation declared on the graph for effects named `name` (nullptr: none).
+  virtual const CompensateFn* declared_compensation(std::string_view name) const = 0;
+
+ protected:
+  ~EffectHost() = default;
+};
+
 class EffectRunner {
  public:
-  /// Logs one event of the run (kind, detail) the way the graph logs its own.
-  /// `durable`: also appended to the store's event log (false: published on the bus only).
-  using Emit = std::function<void(const char* kind, nlohmann::json detail, bool durable)>;
-  /// True when someone listens on the bus (bus-only events are not even built otherwise).
-  using Observed = std::function<bool()>;
-  /// The compensation declared on the graph for an effect name (nullptr: none).
-  using FindCompensation = std::function<const CompensateFn*(std::string_view name)>;
-
   /// Writes the run's effect records with `lease` (the run call's token: a worker that lost
   /// the run can start no effect).
-  EffectRunner(Store& store, std::string run_id, LeaseToken lease, Clock& clock, Emit emit,
-               Observed observed, FindCompensation declared)
+  EffectRunner(Store& store, std::string run_id, LeaseToken lease, Clock& clock, EffectHost& host)
       : store_(store),
         run_id_(std::move(run_id)),
         lease_(std::move(lease)),
         clock_(clock),
-        emit_(std::move(emit)),
-        observed_(std::move(observed)),
-        declared_(std::move(declared)) {}
+        host_(host) {}
 
   /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet. (The
   /// rerun of a node that interrupted passes the step it interrupted at, so the effects it
@@ -109,9 +116,7 @@ class EffectRunner {
   std::string run_id_;
   LeaseToken lease_;
   Clock& clock_;
-  Emit emit_;
-  Observed observed_;
-  FindCompensation declared_;
+  EffectHost& host_;
   std::string node_;
   std::uint64_t step_ = 0;
   std::string key_prefix_;

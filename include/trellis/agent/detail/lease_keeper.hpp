@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Internal: the heartbeat of the lease a run call holds (graph.hpp owns one per call).
+/// Internal: the heartbeat of the lease a run call holds (the run loop, detail/run_loop.hpp,
+/// owns one per call).
 ///
 /// While it lives, and only when the store's leases expire (Store::lease_ttl), a thread renews
 /// the lease every lease_ttl/3, so a node or an effect call that runs longer than the TTL

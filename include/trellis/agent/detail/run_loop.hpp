@@ -1,0 +1,121 @@
+#pragma once
+/// @file
+/// Internal: the agent run loop, compiled once (src/agent/run_loop.cpp) for every state type.
+///
+/// `Graph<S>` (graph.hpp) is a typed builder and facade: it keeps its nodes and hooks, and
+/// hands the loop a StateInterface, the only place that knows S (copy a state, convert it to
+/// and from JSON, run a node on it, pass it to the hooks). Everything else (leases, the
+/// lifecycle machine, checkpoints, retries, decisions, effects, compensations, events) lives
+/// here and in the .cpp, once.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/detail/event_hub.hpp"
+#include "trellis/agent/effect.hpp"
+#include "trellis/agent/hooks.hpp"
+#include "trellis/agent/next_step.hpp"
+#include "trellis/agent/outcome.hpp"
+#include "trellis/agent/resume.hpp"
+#include "trellis/agent/retry.hpp"
+#include "trellis/agent/run_context.hpp"
+#include "trellis/agent/run_options.hpp"
+#include "trellis/agent/run_status.hpp"
+
+namespace trellis::agent {
+class Store;
+}  // namespace trellis::agent
+
+namespace trellis::agent::detail {
+
+/// A value of the run's state type (Graph<S>'s box around an S), opaque to the loop.
+class StateBox {
+ public:
+  virtual ~StateBox() = default;
+};
+
+/// What the hooks' before() decided, a Modify already applied to the state.
+using HookVerdict = std::variant<Proceed, Deny, Replace>;
+
+/// The loop's only view of the state type and of the typed nodes and hooks (Graph<S>
+/// implements it). Nodes are numbered in the order they were added (GraphSpec::nodes).
+class StateInterface {
+ public:
+  virtual std::unique_ptr<StateBox> copy_state(const StateBox& state) const = 0;
+  virtual nlohmann::json state_to_json(const StateBox& state) const = 0;
+  /// Throws nlohmann::json::exception for JSON that is not a state.
+  virtual std::unique_ptr<StateBox> state_from_json(const nlohmann::json& j) const = 0;
+  virtual PermissionMode required_mode(std::size_t node) const = 0;
+  /// Passes `state` to every hook's before(), in order, until one does not Proceed.
+  virtual HookVerdict pass_before(const NodeInfo& node, StateBox& state, const RunContext& ctx) = 0;
+  virtual NextStep run_node(std::size_t node, StateBox& state, RunContext& ctx) = 0;
+  /// Passes `next` through every hook's after(), in order.
+  virtual NextStep pass_after(const NodeInfo& node, const StateBox& state, NextStep next,
+                              const RunContext& ctx) = 0;
+
+ protected:
+  ~StateInterface() = default;
+};
+
+/// Everything about a graph that does not depend on S.
+struct GraphSpec {
+  using Migrate = std::function<nlohmann::json(nlohmann::json state, int from_version)>;
+
+  std::map<std::string, std::size_t, std::less<>> nodes;  ///< name -> number (sorted: stable)
+  std::string entry;
+  std::uint64_t max_steps = 1000;
+  RetryPolicy retry;
+  std::string version = "1";
+  int schema = 1;
+  Migrate migrate;
+  std::map<std::string, CompensateFn, std::less<>> compensations;
+  EventHub events;
+
+  /// Registers a node's name and returns its number; graph_error for an empty or taken name.
+  std::size_t add_node(std::string name);
+  /// The graph's identity stored with every run: its user version and its node names.
+  std::string fingerprint() const;
+};
+
+/// How a run call ended: Outcome<S> without S.
+struct RunResult {
+  RunStatus status = RunStatus::Queued;
+  Reason reason = Reason::none;
+  std::string detail;
+  std::uint64_t steps = 0;
+  std::unique_ptr<StateBox> state;  ///< the last committed state (never null)
+  std::optional<Interrupt> interrupt;
+};
+
+/// Graph::run: creates run `run_id` at the entry node and runs it until it ends or pauses.
+RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                    std::unique_ptr<StateBox> initial, Store& store, RunOptions options);
+/// Graph::resume; `decision`: nullptr when none was given.
+RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                     Store& store, const Resume* decision, RunOptions options);
+/// Graph::fork.
+void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t seq,
+              const std::string& new_id, Store& store);
+/// Graph::decode_state: the state stored in `cp`, migrated to the spec's schema.
+std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
+                                       const Checkpoint& cp);
+
+/// The checkpoint that commits a step's result after `cp` (seq, created_at and effects are
+/// the commit's): `next` (Goto: Running at its node; Halt: Succeeded; Interrupt:
+/// WaitingApproval, at `then` or again at `node`), one more step, no failed attempt, `state`,
+/// and the decision used up. `effect_step`: the step the attempt's effects were keyed by (an
+/// Interrupt keeps it, so the rerun of `node` replays them).
+Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::string_view node,
+                           std::uint64_t effect_step, nlohmann::json state);
+
+}  // namespace trellis::agent::detail

@@ -1,0 +1,531 @@
+// The agent run loop (graph.hpp's model comment describes it), compiled once for every state
+// type: Graph<S> passes its typed side as a StateInterface.
+
+#include "trellis/agent/detail/run_loop.hpp"
+
+#include <chrono>
+#include <exception>
+#include <random>
+
+#include "trellis/agent/detail/effect_runner.hpp"
+#include "trellis/agent/detail/lease_keeper.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/run_monitor.hpp"
+#include "trellis/agent/store.hpp"
+#include "trellis/machine/state_machine.hpp"
+#include "trellis/agent/failpoint.hpp"
+#include "trellis/reactive/context.hpp"
+
+namespace trellis::agent::detail {
+
+std::string now_iso8601(const Clock& clock);
+std::string format_time(Clock::time_point t);
+
+namespace {
+
+Clock& clock_of(const RunOptions& o) {
+  return o.clock != nullptr ? *o.clock : SystemClock::instance();
+}
+
+void validate(const GraphSpec& spec) {
+  if (spec.entry.empty()) throw graph_error("trellis: the graph has no entry node");
+  if (!spec.nodes.contains(spec.entry))
+    throw graph_error("trellis: the entry node '" + spec.entry + "' is not in the graph");
+}
+
+/// One run call: the loop, with the run's lifecycle machine and its newest checkpoint.
+class Execution final : public EffectHost {
+ public:
+  Execution(const GraphSpec& spec, StateInterface& typed, Store& store, RunOptions& options,
+            LeaseKeeper& keeper, Checkpoint cp, std::unique_ptr<StateBox> state)
+      : spec_(spec),
+        typed_(typed),
+        store_(store),
+        options_(options),
+        keeper_(keeper),
+        clock_(clock_of(options)),
+        cp_(std::move(cp)),
+        state_(std::move(state)),
+        life_(ctx_, cp_.status, lifecycle()),
+        effects_(store, cp_.run_id, keeper.token(), clock_, *this) {
+    if (options_.monitor != nullptr) options_.monitor->set(cp_.status);
+    if (options_.on_status || options_.monitor != nullptr)
+      status_sub_ = life_.on_transition([this](RunStatus from, RunStatus to) {
+        if (options_.monitor != nullptr) options_.monitor->set(to);
+        if (options_.on_status) options_.on_status(from, to);
+      });
+    if (!options_.random) {
+      engine_.seed(std::random_device{}());
+      options_.random = [this] { return std::uniform_real_distribution<double>(0, 1)(engine_); };
+    }
+  }
+
+  /// Runs the loop; `decision` is applied to a paused run only (elsewhere the stored one, if
+  /// any, is the one that counts).
+  RunResult start(const Resume* decision) {
+    if (cp_.status == RunStatus::WaitingApproval) {
+      if (!decision)  // resume_run() refuses this first
+        throw graph_error("trellis: run '" + cp_.run_id + "' waits for a decision");
+      if (auto out = decide(*decision)) return std::move(*out);
+      emit(EventKind::resumed, cp_.next_node, 0.0);
+    } else if (cp_.status == RunStatus::Cancelled) {
+      change(RunEvent::Start);
+      emit(EventKind::resumed, cp_.next_node, 0.0);
+    } else if (cp_.status == RunStatus::Queued) {
+      change(RunEvent::Start);
+    }
+    return loop();
+  }
+
+  /// Runs the compensations a failed run still owes; nullopt when it owes none.
+  std::optional<RunResult> finish_compensations() {
+    const CompensationReport report = effects_.compensate();
+    if (report.due == 0) return std::nullopt;
+    return outcome(report);
+  }
+
+  void emit(EventKind kind, const std::string& node, double ms,
+            nlohmann::json detail = nlohmann::json::object()) {
+    const RunEventRecord e = record(kind, node, ms, std::move(detail));
+    try {
+      store_.append_event(cp_.run_id, nlohmann::json(e));
+    } catch (const std::exception&) {  // the log is observability: it never fails a run
+    }
+    spec_.events.publish(e);
+  }
+
+  // EffectHost
+  void effect_event(EventKind kind, nlohmann::json detail, bool durable) override {
+    if (durable)
+      emit(kind, cp_.next_node, 0.0, std::move(detail));
+    else
+      spec_.events.publish(record(kind, cp_.next_node, 0.0, std::move(detail)));
+  }
+  bool observed() const noexcept override { return spec_.events.observed(); }
+  const CompensateFn* declared_compensation(std::string_view name) const override {
+    const auto it = spec_.compensations.find(name);
+    return it == spec_.compensations.end() ? nullptr : &it->second;
+  }
+
+ private:
+  RunEventRecord record(EventKind kind, const std::string& node, double ms,
+                        nlohmann::json detail) const {
+    return RunEventRecord{std::string(to_string(kind)), cp_.run_id, cp_.step,         node,
+                          now_iso8601(clock_),          ms,         std::move(detail)};
+  }
+
+  /// step_completed's detail: the next node, and the effects replayed from receipts.
+  nlohmann::json step_detail(nlohmann::json next) const {
+    nlohmann::json d = {{"next", std::move(next)}};
+    if (!effects_.replayed().empty()) d["replayed"] = effects_.replayed();
+    return d;
+  }
+
+  /// Applies a decision to a paused run, committing it first (the audit trail, and what the
+  /// step sees again if it reruns after a crash); returns an outcome when it ends the run.
+  std::optional<RunResult> decide(const Resume& given) {
+    Decision decision{given, now_iso8601(clock_), cp_.seq, cp_.interrupt.value_or(Interrupt{})};
+    const std::optional<ApprovalRequest>& request = decision.request.approval;
+    if (request && request->expires_at && clock_.now() > *request->expires_at)
+      return fail(Reason::approval_expired,
+                  "the approval request expired at " + format_time(*request->expires_at),
+                  std::move(decision));
+    if (const auto* reject = std::get_if<Reject>(&given)) {
+      std::string who = reject->reviewer.empty() ? "" : " by " + reject->reviewer;
+      return fail(Reason::approval_rejected,
+                  "rejected" + who + (reject->reason.empty() ? "" : ": " + reject->reason),
+                  std::move(decision));
+    }
+    change(RunEvent::Continue);
+    Checkpoint c = base();
+    c.status = RunStatus::Running;
+    c.decision = std::move(decision);
+    commit(std::move(c));
+    emit_decision();
+    return std::nullopt;
+  }
+
+  /// The decision_recorded event of the decision the newest checkpoint holds.
+  void emit_decision() {
+    nlohmann::json d = *cp_.decision;
+    d.erase("request");  // in the checkpoint; the event says which one (answers)
+    d.erase("value");
+    emit(EventKind::decision_recorded, cp_.next_node, 0.0, std::move(d));
+  }
+
+  RunResult loop() {
+    for (;;) {
+      keeper_.check();  // a lost lease stops the run where it is (run_busy)
+      if (options_.stop.stop_requested()) {
+        change(RunEvent::Cancel);
+        Checkpoint next = base();
+        next.status = RunStatus::Cancelled;
+        commit(std::move(next));
+        emit(EventKind::cancelled, cp_.next_node, 0.0);
+        return outcome();
+      }
+      if (cp_.step >= spec_.max_steps)
+        return fail(Reason::max_steps,
+                    "stopped after " + std::to_string(cp_.step) + " steps (max_steps)");
+      const auto it = spec_.nodes.find(cp_.next_node);
+      if (it == spec_.nodes.end())
+        return fail(Reason::unknown_node, "no node named '" + cp_.next_node + "'");
+      const std::string& name = it->first;
+      const std::size_t node = it->second;
+      const NodeInfo info{name, typed_.required_mode(node)};
+      const PermissionMode mode =
+          options_.mode != nullptr ? options_.mode->get() : PermissionMode::Default;
+      // The rerun of a node that interrupted keys its effects by the step of its first pause
+      // in a row, so what it did before pausing replays (kept until the next step).
+      const bool rerun = !cp_.resume_node.empty() && cp_.resume_node == name && cp_.step > 0;
+      const std::uint64_t effect_step = rerun ? cp_.rerun_step.value_or(cp_.step - 1) : cp_.step;
+      effects_.begin(name, effect_step);
+      // The stored decision holds for every attempt of this step (a retry keeps it, and so
+      // does a rerun after a crash), not later ones: the step's commit clears it.
+      RunContext ctx(
+          {.run_id = cp_.run_id,
+           .node = name,
+           .step = cp_.step,
+           .attempt = cp_.attempt,
+           .mode = mode,
+           .stop = keeper_.stop_token(),
+           .resume = cp_.decision ? std::optional<Resume>(cp_.decision->given) : std::nullopt,
+           .clock = &clock_,
+           .effects = &effects_});
+      emit(EventKind::step_started, name, 0.0);
+      const auto t0 = std::chrono::steady_clock::now();
+
+      std::optional<NextStep> next;
+      std::unique_ptr<StateBox> work = typed_.copy_state(*state_);
+      HookVerdict verdict = typed_.pass_before(info, *work, ctx);
+      if (auto* deny = std::get_if<Deny>(&verdict)) return fail(Reason::denied, deny->reason);
+      if (auto* replace = std::get_if<Replace>(&verdict)) next = std::move(replace->step);
+      if (!next) {
+        std::exception_ptr thrown;
+        try {
+          next = typed_.run_node(node, *work, ctx);
+        } catch (...) {
+          thrown = std::current_exception();
+        }
+        keeper_.check();  // the lease was lost while the node ran: nothing of it is committed
+        // What an effect ran into wins over what the node made of it (it may have caught it):
+        // a store failure stops the run at its last checkpoint (resume applies the policies),
+        // a cut-off at_most_once effect fails it.
+        effects_.rethrow_if_broken();
+        if (effects_.reconciliation())
+          return fail(Reason::reconciliation_required, effects_.reconciliation()->what());
+        if (thrown) {
+          try {
+            std::rethrow_exception(thrown);
+          } catch (const transient_error& e) {
+            if (auto out = retry_later(name, e.what())) return std::move(*out);
+            continue;
+          } catch (const store_error&) {
+            throw;  // infrastructure: the run is not failed, it stops at its last checkpoint
+          } catch (const persist_error&) {
+            throw;
+          } catch (const std::exception& e) {
+            return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
+          }
+        }
+      }
+      next = typed_.pass_after(info, *work, std::move(*next), ctx);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+      if (const auto* go = std::get_if<Goto>(&*next); go && !spec_.nodes.contains(go->node))
+        return fail(Reason::unknown_node, "node '" + name + "' named a next node '" + go->node +
+                                              "' that the graph does not have");
+      state_ = std::move(work);
+      if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
+      if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
+      commit(next_checkpoint(cp_, *next, name, effect_step, typed_.state_to_json(*state_)));
+      if (const auto* go = std::get_if<Goto>(&*next)) {
+        emit(EventKind::step_completed, name, ms, step_detail(go->node));
+      } else if (std::holds_alternative<Halt>(*next)) {
+        emit(EventKind::step_completed, name, ms, step_detail(nullptr));
+        emit(EventKind::graph_completed, name, 0.0);
+        return outcome();
+      } else {
+        emit(EventKind::step_completed, name, ms, step_detail(cp_.next_node));
+        emit(EventKind::interrupted, name, 0.0, {{"reason", std::get<Interrupt>(*next).reason}});
+        trellis::failpoint("approval.waiting", cp_.run_id);
+        return outcome();
+      }
+    }
+  }
+
+  /// A transient failure: count it (committed), then wait the backoff, or give up.
+  std::optional<RunResult> retry_later(const std::string& node, const std::string& what) {
+    const std::uint32_t failed = cp_.attempt + 1;
+    if (failed >= spec_.retry.attempts)
+      return fail(Reason::retries_exhausted,
+                  "node '" + node + "' failed " + std::to_string(failed) + " times: " + what);
+    Checkpoint c = base();
+    c.status = RunStatus::Running;
+    c.attempt = failed;
+    commit(std::move(c));
+    const auto wait = backoff(spec_.retry, failed, options_.random());
+    emit(EventKind::retry_scheduled, node, 0.0,
+         {{"attempt", failed}, {"backoff_ms", wait.count()}, {"error", what}});
+    clock_.sleep_for(wait, keeper_.stop_token());
+    return std::nullopt;
+  }
+
+  /// Fails the run; `decision`: the decision on the pause that fails it, stored with it.
+  RunResult fail(Reason reason, std::string detail,
+                 std::optional<Decision> decision = std::nullopt) {
+    change(RunEvent::Fail);
+    Checkpoint c = base();
+    c.status = RunStatus::Failed;
+    c.reason = reason;
+    c.detail = detail;
+    const bool decided = decision.has_value();
+    if (decided) c.decision = std::move(decision);
+    commit(std::move(c));
+    if (decided) emit_decision();
+    emit(EventKind::graph_failed, cp_.next_node, 0.0,
+         {{"reason", std::string(enumeration<Reason>::name(reason))}, {"detail", detail}});
+    // The failure is committed first, so a crash during the compensations leaves a failed run
+    // that resume() finishes (finish_compensations).
+    return outcome(effects_.compensate());
+  }
+
+  /// The next checkpoint, starting as a copy of the newest.
+  Checkpoint base() const {
+    Checkpoint c = cp_;
+    c.reason = Reason::none;
+    c.detail.clear();
+    if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
+    return c;
+  }
+
+  /// Commits the next checkpoint, with the keys of the effects the attempt made.
+  void commit(Checkpoint next) {
+    next.seq = cp_.seq + 1;
+    next.created_at = now_iso8601(clock_);
+    if (next.status != RunStatus::WaitingApproval) next.interrupt.reset();
+    next.effects = effects_.take_keys();
+    store_.commit(next, cp_.seq, keeper_.token());
+    cp_ = std::move(next);
+    trellis::failpoint("step.after_commit", cp_.run_id);
+  }
+
+  void change(RunEvent e) {
+    if (!life_.send(e))
+      throw graph_error("trellis: run '" + cp_.run_id + "' cannot go from " +
+                        std::string(enumeration<RunStatus>::name(life_.state())) + " on " +
+                        std::string(enumeration<RunEvent>::name(e)));
+  }
+
+  /// The run call's result (it ends the call: the state moves out).
+  RunResult outcome(const CompensationReport& report) {
+    RunResult out = outcome();
+    const auto add = [&out](const char* what, const std::vector<std::string>& items) {
+      if (items.empty()) return;
+      std::string list;
+      for (const std::string& e : items) list += (list.empty() ? "" : ", ") + e;
+      out.detail += (out.detail.empty() ? "" : "; ") + std::string(what) + list;
+    };
+    add("compensation pending: ", report.left);
+    add("compensation failed: ", report.failed);
+    return out;
+  }
+
+  RunResult outcome() {
+    RunResult out;
+    out.status = cp_.status;
+    out.reason = cp_.reason;
+    out.detail = cp_.detail;
+    out.steps = cp_.step;
+    out.state = std::move(state_);
+    if (cp_.status == RunStatus::WaitingApproval) out.interrupt = cp_.interrupt;
+    return out;
+  }
+
+  const GraphSpec& spec_;
+  StateInterface& typed_;
+  Store& store_;
+  RunOptions& options_;
+  LeaseKeeper& keeper_;
+  Clock& clock_;
+  Checkpoint cp_;
+  std::unique_ptr<StateBox> state_;
+  trellis::Context ctx_;
+  StateMachine<RunStatus, RunEvent> life_;
+  Subscription status_sub_;
+  std::mt19937_64 engine_;
+  EffectRunner effects_;
+};
+
+std::string mismatch(const std::string& run_id, const std::string& stored,
+                     const std::string& ours) {
+  return "trellis: run '" + run_id + "' was stored by graph [" + stored + "], this graph is [" +
+         ours + "]";
+}
+
+}  // namespace
+
+std::size_t GraphSpec::add_node(std::string name) {
+  if (name.empty()) throw graph_error("trellis: a node needs a non-empty name");
+  const std::size_t number = nodes.size();
+  if (!nodes.emplace(name, number).second)
+    throw graph_error("trellis: the graph already has a node named '" + name + "'");
+  return number;
+}
+
+std::string GraphSpec::fingerprint() const {
+  std::string f = "v=" + version + ";nodes=";
+  bool first = true;
+  for (const auto& entry : nodes) {  // std::map: sorted, stable
+    if (!first) f += ',';
+    f += entry.first;
+    first = false;
+  }
+  return f;
+}
+
+Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::string_view node,
+                           std::uint64_t effect_step, nlohmann::json state) {
+  Checkpoint c = cp;
+  c.reason = Reason::none;
+  c.detail.clear();
+  c.interrupt.reset();
+  c.step = cp.step + 1;
+  c.attempt = 0;
+  c.state = std::move(state);
+  c.resume_node.clear();
+  c.rerun_step.reset();
+  c.decision.reset();  // used up by this step (a new pause waits for a decision of its own)
+  if (const auto* go = std::get_if<Goto>(&next)) {
+    c.status = RunStatus::Running;
+    c.next_node = go->node;
+  } else if (std::holds_alternative<Halt>(next)) {
+    c.status = RunStatus::Succeeded;
+    c.next_node.clear();
+  } else {
+    const Interrupt& pause = std::get<Interrupt>(next);
+    c.status = RunStatus::WaitingApproval;
+    c.next_node = pause.then.empty() ? std::string(node) : pause.then;
+    c.resume_node = std::string(node);
+    c.rerun_step = effect_step;
+    c.interrupt = pause;
+  }
+  return c;
+}
+
+std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
+                                       const Checkpoint& cp) {
+  nlohmann::json j = cp.state;
+  if (cp.schema > spec.schema)
+    throw graph_mismatch("trellis: run '" + cp.run_id + "' holds state schema " +
+                         std::to_string(cp.schema) + ", newer than this program's " +
+                         std::to_string(spec.schema));
+  if (cp.schema < spec.schema) {
+    if (!spec.migrate)
+      throw graph_mismatch("trellis: run '" + cp.run_id + "' holds state schema " +
+                           std::to_string(cp.schema) + " and the graph has no migration to " +
+                           std::to_string(spec.schema));
+    j = spec.migrate(std::move(j), cp.schema);
+  }
+  try {
+    return typed.state_from_json(j);
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error("trellis: the state of run '" + cp.run_id + "' does not decode: " + e.what());
+  }
+}
+
+RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                    std::unique_ptr<StateBox> initial, Store& store, RunOptions options) {
+  check_run_id(run_id);
+  validate(spec);
+  Lease lease = store.lease(run_id, options.worker);
+  LeaseKeeper keeper(store, lease.token(), options.stop);
+  if (store.latest(run_id))
+    throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
+  Checkpoint first;
+  first.run_id = run_id;
+  first.status = RunStatus::Queued;
+  first.next_node = spec.entry;
+  first.state = typed.state_to_json(*initial);
+  first.schema = spec.schema;
+  first.fingerprint = spec.fingerprint();
+  first.created_at = now_iso8601(clock_of(options));
+  store.create(first);
+  Execution ex(spec, typed, store, options, keeper, std::move(first), std::move(initial));
+  ex.emit(EventKind::graph_started, {}, 0.0);
+  return ex.start(nullptr);
+}
+
+RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                     Store& store, const Resume* decision, RunOptions options) {
+  check_run_id(run_id);
+  validate(spec);
+  Lease lease = store.lease(run_id, options.worker);
+  LeaseKeeper keeper(store, lease.token(), options.stop);
+  std::optional<Checkpoint> cp = store.latest(run_id);
+  if (!cp) throw unknown_run("trellis: no run '" + run_id + "' in the store");
+  const std::string fingerprint = spec.fingerprint();
+  if (cp->fingerprint != fingerprint)
+    throw graph_mismatch(mismatch(run_id, cp->fingerprint, fingerprint));
+  trellis::failpoint("resume.started", run_id);
+  if (cp->status == RunStatus::Failed) {
+    // A failed run whose compensations did not all run (a crash, or no function for them in
+    // that process) finishes them; otherwise it is over.
+    std::unique_ptr<StateBox> state = decode_state(spec, typed, *cp);
+    Execution ex(spec, typed, store, options, keeper, std::move(*cp), std::move(state));
+    if (auto out = ex.finish_compensations()) return std::move(*out);
+    throw run_finished("trellis: run '" + run_id + "' has already failed; it cannot be resumed");
+  }
+  if (cp->status == RunStatus::Succeeded)
+    throw run_finished("trellis: run '" + run_id + "' has already succeeded; it cannot be resumed");
+  if (cp->status == RunStatus::WaitingApproval && decision == nullptr)
+    throw graph_error("trellis: run '" + run_id +
+                      "' waits for a decision: resume it with Approve, Reject or Input");
+  std::unique_ptr<StateBox> state = decode_state(spec, typed, *cp);
+  if (cp->schema != spec.schema) {
+    // Migrated: every later checkpoint holds the state in this program's schema, and says so
+    // (otherwise the next resume would migrate it again, and a failure would commit the old
+    // form).
+    cp->state = typed.state_to_json(*state);
+    cp->schema = spec.schema;
+  }
+  const bool after_crash = cp->status == RunStatus::Queued || cp->status == RunStatus::Running;
+  const std::string at = cp->next_node;
+  Execution ex(spec, typed, store, options, keeper, std::move(*cp), std::move(state));
+  // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
+  if (after_crash) ex.emit(EventKind::resumed, at, 0.0);
+  return ex.start(decision);
+}
+
+void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t seq,
+              const std::string& new_id, Store& store) {
+  check_run_id(from_id);
+  check_run_id(new_id);
+  std::optional<Checkpoint> cp = store.checkpoint(from_id, seq);
+  if (!cp)
+    throw unknown_run("trellis: run '" + from_id + "' has no checkpoint " + std::to_string(seq));
+  const std::string fingerprint = spec.fingerprint();
+  if (cp->fingerprint != fingerprint)
+    throw graph_mismatch(mismatch(from_id, cp->fingerprint, fingerprint));
+  Lease lease = store.lease(new_id, "fork");
+  if (store.latest(new_id))
+    throw graph_error("trellis: run '" + new_id + "' already exists; fork into a new id");
+  Checkpoint first = *cp;
+  first.run_id = new_id;
+  first.seq = 0;
+  first.effects.clear();         // the source run's records: the fork has none of its own yet
+  if (terminal(first.status)) {  // a finished run's last checkpoint forks as a fresh start
+    first.status = RunStatus::Queued;
+    first.reason = Reason::none;
+    first.detail.clear();
+    first.decision.reset();
+    if (first.next_node.empty()) first.next_node = spec.entry;
+  } else if (first.status == RunStatus::Running || first.status == RunStatus::Cancelled) {
+    first.status = RunStatus::Queued;
+  }
+  first.created_at = now_iso8601(SystemClock::instance());
+  store.create(first);
+}
+
+}  // namespace trellis::agent::detail
