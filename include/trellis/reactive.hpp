@@ -4,7 +4,7 @@
 /// Cell, CellView, Computed, Signal, Effect, batch and untracked. Standard library only; link
 /// trellis::reactive (AsyncContext's oneTBB constructors need trellis::tbb as well).
 
-#include "trellis/error.hpp"
+#include "trellis/reactive/errors.hpp"
 #include "trellis/reactive/async_context.hpp"
 #include "trellis/reactive/cell.hpp"
 #include "trellis/reactive/cell_view.hpp"
