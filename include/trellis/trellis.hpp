@@ -31,3 +31,4 @@
 #include "trellis/reactive/signal.hpp"
 #include "trellis/reactive/subscribe.hpp"
 #include "trellis/reactive/untracked.hpp"
+#include "trellis/signals2/persist_events.hpp"
