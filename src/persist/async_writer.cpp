@@ -23,19 +23,33 @@ AsyncWriter::~AsyncWriter() {
 
 std::uint64_t AsyncWriter::submit(std::uint64_t current, FunctionRef<nlohmann::json()> encode) {
   std::uint64_t epoch = refused_epoch(current);
-  std::optional<Snapshot> superseded;
-  try {  // refused here, before it is accepted: the writer could only fail on it later
-    epoch = next_epoch(current);
-    Snapshot snap{encode(), epoch};
-    check_sidecar_state(path(), snap.state);
+  nlohmann::json state = accept(current, epoch, encode);
+  {
     std::lock_guard al(am_);
-    superseded = std::exchange(latest_, std::move(snap));  // only the newest is written
+    if (latest_) {  // only the newest is written: it replaces the pending one
+      latest_->state.swap(state);
+      latest_->epoch = epoch;
+    } else {
+      latest_.emplace(Snapshot{std::move(state), epoch});
+    }
+  }
+  acv_.notify_one();
+  return epoch;  // `state` holds the superseded state, if any: freed with no lock held
+}
+
+/// The state after `current`, counted (`epoch`) and checked: refused here, before it is
+/// accepted, since the writer could only fail on it later.
+nlohmann::json AsyncWriter::accept(std::uint64_t current, std::uint64_t& epoch,
+                                   FunctionRef<nlohmann::json()> encode) {
+  try {
+    epoch = next_epoch(current);
+    nlohmann::json state = encode();
+    check_sidecar_state(path(), state);
+    return state;
   } catch (const std::exception& err) {
     emit(PersistEvent::Kind::persist_failed, epoch, err.what());
     throw;
   }
-  acv_.notify_one();
-  return epoch;  // `superseded` is freed here, with no lock held
 }
 
 void AsyncWriter::flush() {

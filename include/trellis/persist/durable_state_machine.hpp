@@ -125,13 +125,13 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
 
   DurableStateMachine(const DurableStateMachine&) = delete;
   DurableStateMachine& operator=(const DurableStateMachine&) = delete;
-  /// Flushes (async mode: a bounded number of attempts; errors are reported on events(), not
+  /// Flushes (async mode: a bounded number of attempts; errors are reported as events, not
   /// thrown) and releases the lock.
   ~DurableStateMachine() {
     if (durable_ == nullptr) return;
     try {
       durable_->flush();
-    } catch (...) {  // already on the events bus; a destructor cannot throw
+    } catch (...) {  // already reported as an event; a destructor cannot throw
     }
   }
 

@@ -63,6 +63,8 @@ class AsyncWriter final : public SnapshotWriter {
     std::uint64_t epoch = 0;
   };
 
+  nlohmann::json accept(std::uint64_t current, std::uint64_t& epoch,
+                        FunctionRef<nlohmann::json()> encode);
   void run();
 
   mutable std::mutex am_;
