@@ -63,11 +63,6 @@ void AsyncWriter::flush() {
   if ((latest_ || writing_) && last_error_) std::rethrow_exception(last_error_);
 }
 
-std::uint64_t AsyncWriter::durable_epoch() const {
-  std::lock_guard al(am_);
-  return written_epoch_;
-}
-
 /// Writes the newest snapshot; after a failure, retries it (or a newer one) after a capped
 /// exponential pause, at once when flush() or the destructor asks (kick_); at destruction gives
 /// up after kStopAttempts failures.
@@ -119,7 +114,7 @@ void AsyncWriter::run() {
       pause = std::min(pause * 2, kLongestRetry);
       if (!latest_) latest_ = std::move(snap);  // unless a newer state supersedes it
     } else {
-      written_epoch_ = snap.epoch;
+      written_epoch_.store(snap.epoch, std::memory_order_release);
       last_error_ = nullptr;
       pause = kFirstRetry;
     }

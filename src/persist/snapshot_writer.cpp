@@ -39,15 +39,10 @@ void SnapshotWriter::emit(PersistEvent::Kind kind, std::uint64_t epoch,
   if (config_.events != nullptr) config_.events->emit(kind, config_.path, epoch, std::move(detail));
 }
 
-std::uint64_t SnapshotWriter::next_epoch(std::uint64_t current) const {
-  if (current == std::numeric_limits<std::uint64_t>::max())
-    throw persist_error(config_.path, "count one more transition: the epoch is at its maximum, " +
-                                          std::to_string(current) + ", and would wrap to 0");
-  return current + 1;
-}
-
-std::uint64_t SnapshotWriter::refused_epoch(std::uint64_t current) noexcept {
-  return current == std::numeric_limits<std::uint64_t>::max() ? current : current + 1;
+void SnapshotWriter::throw_epoch_at_maximum() const {
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  throw persist_error(config_.path, "count one more transition: the epoch is at its maximum, " +
+                                        std::to_string(max) + ", and would wrap to 0");
 }
 
 }  // namespace trellis::detail

@@ -19,6 +19,7 @@
 ///
 /// Threads: submit(), flush() and durable_epoch() may be called from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -54,8 +55,10 @@ class AsyncWriter final : public SnapshotWriter {
   /// an attempt fails: that failure is rethrown (the writer keeps retrying).
   void flush() override;
 
-  /// The epoch of the last state written.
-  std::uint64_t durable_epoch() const override;
+  /// The epoch of the last state written (lock-free: read on every async send).
+  std::uint64_t durable_epoch() const override {
+    return written_epoch_.load(std::memory_order_acquire);
+  }
 
  private:
   struct Snapshot {
@@ -67,14 +70,14 @@ class AsyncWriter final : public SnapshotWriter {
                         FunctionRef<nlohmann::json()> encode);
   void run();
 
-  mutable std::mutex am_;
+  std::mutex am_;
   std::condition_variable acv_;
   std::condition_variable done_cv_;
   std::optional<Snapshot> latest_;  // the newest state not yet on disk (a failed one waits here)
   bool writing_ = false;
-  std::uint64_t written_epoch_;
-  std::uint64_t failures_ = 0;     // failed attempts so far
-  std::exception_ptr last_error_;  // of the last attempt, if it failed
+  std::atomic<std::uint64_t> written_epoch_;  // only grows; stored under am_
+  std::uint64_t failures_ = 0;                // failed attempts so far
+  std::exception_ptr last_error_;             // of the last attempt, if it failed
   std::optional<std::chrono::steady_clock::time_point> retry_at_;
   bool kick_ = false;  // flush() or the destructor wants an attempt now
   bool stop_ = false;

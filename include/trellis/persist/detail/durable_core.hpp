@@ -129,9 +129,9 @@ class DurableCore final : public MachineCore<S, E>,
       err = std::current_exception();
     }
     {
-      // The writer's epoch is read once the graph's lock is ours (the order send_async takes
-      // them in): a send made while we waited may have set a later one already, and
-      // durable_through must never go back.
+      // The writer's epoch is read with the graph's lock held, as send_async reads it: it only
+      // grows, so a send made while we waited, which may have set a later one already, is
+      // never undone, and durable_through never goes back.
       GraphLock lock(this->g_);
       durable_.set(writer_->durable_epoch());
     }

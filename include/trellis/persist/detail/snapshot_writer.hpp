@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <string>
 
@@ -72,10 +73,16 @@ class SnapshotWriter {
   void emit(PersistEvent::Kind kind, std::uint64_t epoch, std::string detail = {}) const noexcept;
 
   /// The epoch after `current`; persist_error when the epoch cannot count one more.
-  std::uint64_t next_epoch(std::uint64_t current) const;
+  std::uint64_t next_epoch(std::uint64_t current) const {
+    if (current == std::numeric_limits<std::uint64_t>::max()) [[unlikely]]
+      throw_epoch_at_maximum();
+    return current + 1;
+  }
 
   /// The epoch a refused transition after `current` is reported with (no wrap).
-  static std::uint64_t refused_epoch(std::uint64_t current) noexcept;
+  static std::uint64_t refused_epoch(std::uint64_t current) noexcept {
+    return current == std::numeric_limits<std::uint64_t>::max() ? current : current + 1;
+  }
 
   /// Records an unknown outcome: every later refuse_if_unusable() throws.
   void make_unusable(const std::string& why);
@@ -83,6 +90,8 @@ class SnapshotWriter {
   const WriterConfig& config() const noexcept { return config_; }
 
  private:
+  [[noreturn]] void throw_epoch_at_maximum() const;
+
   WriterConfig config_;
   std::atomic<bool> unusable_{false};
   std::mutex unusable_mutex_;  // the first make_unusable() wins
