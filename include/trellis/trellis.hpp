@@ -38,3 +38,4 @@
 #include "trellis/signals2/transitions.hpp"
 #include "trellis/tbb/arena_executor.hpp"
 #include "trellis/signals2/event_bus.hpp"
+#include "trellis/signals2/persist_events.hpp"

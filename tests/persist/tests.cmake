@@ -38,6 +38,29 @@ if(TRELLIS_SANITIZE STREQUAL "thread")
     "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
 endif()
 
+# The three writers of a durable machine on their own (SyncWriter, GroupWriter, AsyncWriter)
+# and the events' hub and its Boost.Signals2 view.
+trellis_add_test_executable(trellis_persist_writer_tests LAYERS persist
+  ${CMAKE_CURRENT_LIST_DIR}/async_writer_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/group_writer_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/persist_events_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sync_writer_test.cpp)
+target_link_libraries(trellis_persist_writer_tests PRIVATE OpenSSL::Crypto)
+add_test(NAME trellis_persist_writer_tests COMMAND trellis_persist_writer_tests)
+set_tests_properties(trellis_persist_writer_tests PROPERTIES LABELS "persist" TIMEOUT 300)
+
+# The group and async writers and the hub are concurrency code: the ThreadSanitizer job runs
+# their cases too.
+add_test(NAME trellis_persist_writer_concurrency
+         COMMAND trellis_persist_writer_tests
+                 "--test-case=group writer:*,async writer:*,persist events:*")
+set_tests_properties(trellis_persist_writer_concurrency PROPERTIES LABELS "concurrency"
+                     TIMEOUT 300)
+if(TRELLIS_SANITIZE STREQUAL "thread")
+  set_tests_properties(trellis_persist_writer_concurrency PROPERTIES ENVIRONMENT
+    "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()
+
 # Crashes: a durable_child is SIGKILLed at each failpoint and at random times; the parent
 # reopens and checks that nothing acknowledged was lost (TRELLIS_KILL_SEED replays a run,
 # TRELLIS_KILL_TRIALS sets the random loop's length).
@@ -82,4 +105,6 @@ endif()
 # define.
 trellis_add_compile_fail_tests(trellis_persist_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
   "state_without_json|DurableStateMachine<S, E> needs nlohmann::json conversions for S|25"
-  "control|")
+  "control|"
+  "events_without_signals2|#include <trellis/signals2/persist_events.hpp>|25"
+  "events_with_signals2|")

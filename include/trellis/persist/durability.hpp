@@ -52,7 +52,7 @@ struct DurableOptions {
   mode_t file_mode = 0600;
 };
 
-/// A lifecycle event of a durable machine (on its events() bus).
+/// A lifecycle event of a durable machine (see DurableStateMachine::on_event and events()).
 struct PersistEvent {
   enum class Kind {
     recovered,      ///< started from a sidecar (and journal)

@@ -21,7 +21,9 @@
 /// umask. An empty path is refused (invalid_option) before anything is created.
 ///
 /// It works on a Context (sync, async) or a ThreadSafeContext (also group), with the same API
-/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and events(). S is
+/// as StateMachine plus epoch(), durable_through(), flush(), recovery() and on_event() (and
+/// events(), the same events as a Boost.Signals2 signal, with
+/// <trellis/signals2/persist_events.hpp>). S is
 /// written and read with nlohmann_json's to_json/from_json (a static_assert says when either is
 /// missing); the journal writes E with its to_json when it has one, and null otherwise.
 ///
@@ -54,14 +56,17 @@
 
 #include <concepts>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/machine/state_machine.hpp"
+#include "trellis/machine/subscription.hpp"
 #include "trellis/persist/detail/durable_core.hpp"
 #include "trellis/persist/detail/json_convertible.hpp"
 #include "trellis/persist/durability.hpp"
@@ -71,6 +76,16 @@
 #include "trellis/persist/sidecar_lock.hpp"
 
 namespace trellis {
+
+namespace detail {
+/// The Boost.Signals2 view of a durable machine's events: declared here, defined (for
+/// Tag = void) by <trellis/signals2/persist_events.hpp>, and looked up by events() only when
+/// it is called, so that this header needs no Boost.
+template <class Tag>
+struct Signals2PersistEvents {
+  static constexpr bool included = false;
+};
+}  // namespace detail
 
 /// A state machine persisted in a JSON sidecar (see the file comment).
 template <class S, class E>
@@ -110,13 +125,13 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
 
   DurableStateMachine(const DurableStateMachine&) = delete;
   DurableStateMachine& operator=(const DurableStateMachine&) = delete;
-  /// Flushes (async mode: a bounded number of attempts; errors are reported on events(), not
+  /// Flushes (async mode: a bounded number of attempts; errors are reported as events, not
   /// thrown) and releases the lock.
   ~DurableStateMachine() {
     if (durable_ == nullptr) return;
     try {
       durable_->flush();
-    } catch (...) {  // already on the events bus; a destructor cannot throw
+    } catch (...) {  // already reported as an event; a destructor cannot throw
     }
   }
 
@@ -136,9 +151,29 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
   /// What the machine found on disk when it started.
   const RecoveryReport& recovery() const noexcept { return report_; }
 
-  /// Lifecycle events after startup: persisted, persist_failed (sync: on the sending thread;
-  /// group: on the writing thread; async: on the background writer's thread).
-  detail::PersistEvents& events() noexcept { return durable_->events(); }
+  /// Calls `f(event)` for each lifecycle event after startup, persisted and persist_failed
+  /// (sync: on the sending thread; group: on the writing thread; async: on the background
+  /// writer's thread), until the returned handle is dropped. Listeners may be added and
+  /// dropped from any thread; an exception thrown by one is ignored.
+  template <class Fn>
+  [[nodiscard]] Subscription on_event(Fn f) {
+    static_assert(std::is_invocable_v<Fn&, const PersistEvent&>,
+                  "trellis: on_event(f) needs f(const trellis::PersistEvent&)");
+    return durable_->events().subscribe(std::function<void(const PersistEvent&)>(std::move(f)));
+  }
+
+  /// The lifecycle events of on_event() as a Boost.Signals2 signal, for users who want its
+  /// connection semantics; needs <trellis/signals2/persist_events.hpp> (trellis/trellis.hpp
+  /// includes it). Created on first use.
+  template <class Tag = void>
+  decltype(auto) events() {
+    using Adapter = detail::Signals2PersistEvents<Tag>;
+    static_assert(Adapter::included,
+                  "trellis: DurableStateMachine::events() is a Boost.Signals2 signal: #include "
+                  "<trellis/signals2/persist_events.hpp>, or use on_event(f), which needs no "
+                  "Boost");
+    if constexpr (Adapter::included) return Adapter::signal(durable_->events());
+  }
 
   const std::filesystem::path& path() const noexcept { return durable_->path(); }
 
