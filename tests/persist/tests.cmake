@@ -40,7 +40,7 @@ endif()
 
 # The three writers of a durable machine on their own (SyncWriter, GroupWriter, AsyncWriter)
 # and the events' hub and its Boost.Signals2 view.
-trellis_add_test_executable(trellis_persist_writer_tests LAYERS persist
+trellis_add_test_executable(trellis_persist_writer_tests LAYERS persist signals2
   ${CMAKE_CURRENT_LIST_DIR}/async_writer_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/group_writer_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/persist_events_test.cpp
