@@ -4,8 +4,8 @@
 /// trellis::sqlite, is included on its own: <trellis/agent/sqlite_store.hpp>).
 
 #include "trellis/agent/effect.hpp"
-#include "trellis/agent/failpoint.hpp"
 #include "trellis/agent/events.hpp"
+#include "trellis/agent/failpoint.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"
@@ -34,8 +34,8 @@
 #include "trellis/reactive/executor.hpp"
 #include "trellis/reactive/signal.hpp"
 #include "trellis/reactive/untracked.hpp"
+#include "trellis/signals2/event_bus.hpp"
+#include "trellis/signals2/persist_events.hpp"
 #include "trellis/signals2/subscribe.hpp"
 #include "trellis/signals2/transitions.hpp"
 #include "trellis/tbb/arena_executor.hpp"
-#include "trellis/signals2/event_bus.hpp"
-#include "trellis/signals2/persist_events.hpp"

@@ -10,10 +10,10 @@
 #include "trellis/agent/detail/effect_runner.hpp"
 #include "trellis/agent/detail/lease_keeper.hpp"
 #include "trellis/agent/errors.hpp"
+#include "trellis/agent/failpoint.hpp"
 #include "trellis/agent/run_monitor.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
-#include "trellis/agent/failpoint.hpp"
 #include "trellis/reactive/context.hpp"
 
 namespace trellis::agent::detail {

@@ -6,8 +6,8 @@
 #include <exception>
 #include <string>
 
-#include "trellis/reactive/errors.hpp"
 #include "trellis/reactive/detail/lifetime.hpp"
+#include "trellis/reactive/errors.hpp"
 
 namespace trellis::detail {
 

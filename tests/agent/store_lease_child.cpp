@@ -5,9 +5,9 @@
 // prints "leased <pid>" once it holds the lease, then waits to be killed. Exit codes: 2 usage,
 // 3 a trellis::error (printed on stderr).
 
+#include <trellis/agent/errors.hpp>
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/sqlite_store.hpp>
-#include <trellis/agent/errors.hpp>
 
 #include <unistd.h>
 

@@ -4,8 +4,8 @@
 /// disk, flush() does; only the newest pending state is written and the disk's epoch never
 /// goes back; failures surface at flush() and are retried; destruction writes the newest
 /// state, or gives up after a bounded number of attempts and says so.
-#include <trellis/persist/errors.hpp>
 #include <trellis/persist/detail/async_writer.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/persist/sidecar.hpp>
 

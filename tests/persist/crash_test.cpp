@@ -16,8 +16,8 @@
 /// the number of trials (default 200, scaled by TRELLIS_TEST_SCALE). Every trial asked for must
 /// run: a loop that its deadline (200 s; TRELLIS_KILL_DEADLINE_S) stops short fails, saying how
 /// many ran (trellis_test::TrialBudget).
-#include <trellis/persist/errors.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/reactive/context.hpp>
 

@@ -16,8 +16,8 @@
 // Failpoints come from TRELLIS_FAILPOINT. Journal mode compacts every 3 transitions, so the
 // sidecar's failpoints are reached there too. Exit codes: 0 done, 2 usage, 3 a trellis::error.
 
-#include <trellis/persist/errors.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/reactive/context.hpp>
 
 #include <unistd.h>

@@ -6,8 +6,8 @@
 /// from the files. Behaviours that every durability mode promises run over the four modes
 /// with TEST_CASE_TEMPLATE; the rest name their mode. Crashes (SIGKILL at failpoints and at
 /// random times) are in crash_test.cpp.
-#include <trellis/persist/errors.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/persist/journal.hpp>
 #include <trellis/persist/sidecar.hpp>

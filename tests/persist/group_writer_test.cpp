@@ -3,9 +3,9 @@
 /// GroupWriter (persist/detail/group_writer.hpp) on its own, over a stand-in for the graph's
 /// lock and a counter state: what is on disk and published when send() returns, the order of
 /// concurrent senders, a send from a thread holding the lock, and what a failure refuses.
-#include <trellis/persist/errors.hpp>
 #include <trellis/machine/send_result.hpp>
 #include <trellis/persist/detail/group_writer.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/persist/sidecar.hpp>
 

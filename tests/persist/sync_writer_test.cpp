@@ -3,8 +3,8 @@
 /// SyncWriter (persist/detail/sync_writer.hpp) on its own: what is on disk when write()
 /// returns, the order of writes, the journal and its compaction, and what a failure leaves
 /// (the caller's epoch, the file, the events, and the refusal after an unknown outcome).
-#include <trellis/persist/errors.hpp>
 #include <trellis/persist/detail/sync_writer.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/persist/journal.hpp>
 #include <trellis/persist/sidecar.hpp>

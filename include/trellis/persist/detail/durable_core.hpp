@@ -26,16 +26,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trellis/persist/errors.hpp"
-#include "trellis/reactive/detail/access.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
 #include "trellis/persist/detail/async_writer.hpp"
 #include "trellis/persist/detail/group_writer.hpp"
 #include "trellis/persist/detail/persist_event_hub.hpp"
 #include "trellis/persist/detail/sync_writer.hpp"
 #include "trellis/persist/durability.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/persist/journal.hpp"
 #include "trellis/persist/sidecar_lock.hpp"
+#include "trellis/reactive/detail/access.hpp"
 
 namespace trellis::detail {
 
