@@ -14,6 +14,7 @@
 #include "trellis/agent/run_monitor.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/machine/state_machine.hpp"
+#include "trellis/persist/errors.hpp"
 #include "trellis/reactive/context.hpp"
 
 namespace trellis::agent::detail {

@@ -12,6 +12,7 @@
 #include <trellis/persist/journal.hpp>
 #include <trellis/persist/sidecar.hpp>
 #include <trellis/reactive/context.hpp>
+#include <trellis/signals2/persist_events.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>

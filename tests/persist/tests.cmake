@@ -24,7 +24,7 @@ add_test(NAME trellis_persist_tests COMMAND trellis_persist_tests)
 set_tests_properties(trellis_persist_tests PROPERTIES LABELS "persist" TIMEOUT 300)
 
 # DurableStateMachine in process: every durability mode, bad sidecars, schema, names, the lock.
-trellis_add_test_executable(trellis_durable_tests LAYERS persist ${CMAKE_CURRENT_LIST_DIR}/durable_test.cpp)
+trellis_add_test_executable(trellis_durable_tests LAYERS persist tbb signals2 ${CMAKE_CURRENT_LIST_DIR}/durable_test.cpp)
 target_link_libraries(trellis_durable_tests PRIVATE OpenSSL::Crypto)
 add_test(NAME trellis_durable_tests COMMAND trellis_durable_tests)
 set_tests_properties(trellis_durable_tests PROPERTIES LABELS "persist" TIMEOUT 300)
@@ -70,7 +70,7 @@ if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_durable_child)
 endif()
 
-trellis_add_test_executable(trellis_crash_tests LAYERS persist ${CMAKE_CURRENT_LIST_DIR}/crash_test.cpp)
+trellis_add_test_executable(trellis_crash_tests LAYERS persist tbb ${CMAKE_CURRENT_LIST_DIR}/crash_test.cpp)
 target_link_libraries(trellis_crash_tests PRIVATE OpenSSL::Crypto)
 target_compile_definitions(trellis_crash_tests PRIVATE
   TRELLIS_DURABLE_CHILD="$<TARGET_FILE:trellis_durable_child>")
