@@ -9,6 +9,7 @@
 
 #include <trellis/agent/effect.hpp>
 #include <trellis/agent/errors.hpp>
+#include <trellis/persist/errors.hpp>
 #include <trellis/agent/failpoint.hpp>
 
 #include <doctest/doctest.h>
