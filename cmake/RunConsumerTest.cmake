@@ -86,10 +86,13 @@ if(MODE STREQUAL "reactive_only")
     message(FATAL_ERROR "[consumer reactive_only] no link line in:\n${_commands}")
   endif()
   message(STATUS "[consumer reactive_only] link line: ${_link}")
-  set(_pattern "oneapi/|/tbb|boost/|nlohmann|openssl|ssl\\.|crypto|sqlite")
+  # Headers: a package's own include folder (trellis's own tbb_fwd.hpp is not one); the link
+  # line: any library of those packages.
+  set(_deps_pattern "(^|/)(oneapi|tbb|boost|nlohmann|openssl)/|sqlite3[.]h")
+  set(_link_pattern "tbb|boost|nlohmann|ssl|crypto|sqlite")
   foreach(_what IN ITEMS deps link)
     string(TOLOWER "${_${_what}}" _text)
-    string(REGEX MATCHALL "[^\n]*(${_pattern})[^\n]*" _hits "${_text}")
+    string(REGEX MATCHALL "[^\n]*(${_${_what}_pattern})[^\n]*" _hits "${_text}")
     if(_hits)
       message(FATAL_ERROR "[consumer reactive_only] the ${_what} name a package it must not "
                           "need:\n${_hits}")
