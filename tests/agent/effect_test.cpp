@@ -9,8 +9,8 @@
 
 #include <trellis/agent/effect.hpp>
 #include <trellis/agent/errors.hpp>
-#include <trellis/persist/errors.hpp>
 #include <trellis/agent/failpoint.hpp>
+#include <trellis/persist/errors.hpp>
 
 #include <doctest/doctest.h>
 
