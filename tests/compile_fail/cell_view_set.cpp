@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Must not compile: a machine's state_cell() is a read-only CellView; the diagnostic must say so
 // (and point to send()).
-#include <trellis/trellis.hpp>
+#include <trellis/machine/state_machine.hpp>
 
 #include <optional>
 

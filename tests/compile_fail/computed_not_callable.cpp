@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Must not compile: computed() takes a callable, not a value; the diagnostic must say so.
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
 
 int main() {
   trellis::Context ctx;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Must not compile: a Computed is read-only; the diagnostic must say so.
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
 
 int main() {
   trellis::Context ctx;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Must compile: the correct counterpart of the failing cases, so that a failure there is
 // known to come from the misuse and not from the headers or the command line.
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
+#include <trellis/signals2/subscribe.hpp>
 
 int main() {
   trellis::Context ctx;

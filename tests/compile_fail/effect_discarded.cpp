@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Must not compile (warnings are errors here): an effect whose owner is discarded runs once
 // and stops; the diagnostic must say to keep it.
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
 
 int main() {
   trellis::Context ctx;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Must not compile (warnings are errors here): a discarded subscription is disconnected at
 // once; the diagnostic must say to keep it.
-#include <trellis/trellis.hpp>
+#include <trellis/reactive.hpp>
+#include <trellis/signals2/subscribe.hpp>
 
 int main() {
   trellis::Context ctx;
