@@ -5,6 +5,9 @@ namespace trellis::detail {
 namespace {
 
 struct Slot {
+  // A constructor, not an aggregate: clang 14 (the fuzz build) has no parenthesized
+  // aggregate initialization for make_shared.
+  Slot(std::uint64_t id_, PersistEventHub::Listener fn_) : id(id_), fn(std::move(fn_)) {}
   std::uint64_t id;
   PersistEventHub::Listener fn;
   std::atomic<bool> live{true};
