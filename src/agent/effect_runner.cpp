@@ -11,9 +11,6 @@
 #include "trellis/agent/failpoint.hpp"
 
 namespace trellis::agent {
-namespace detail {
-std::string now_iso8601(const Clock& clock);
-}  // namespace detail
 
 namespace detail {
 

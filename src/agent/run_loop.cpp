@@ -19,9 +19,6 @@
 
 namespace trellis::agent::detail {
 
-std::string now_iso8601(const Clock& clock);
-std::string format_time(Clock::time_point t);
-
 namespace {
 
 Clock& clock_of(const RunOptions& o) {

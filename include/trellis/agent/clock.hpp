@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <vector>
 
 namespace trellis::agent {
@@ -55,5 +56,13 @@ class ManualClock final : public Clock {
   time_point now_;
   std::vector<duration> sleeps_;
 };
+
+namespace detail {
+/// `clock.now()` as the UTC text every checkpoint, event and decision carries
+/// ("2026-11-24T01:08:51.123Z"); defined in src/agent/clock.cpp over the I/O toolkit.
+std::string now_iso8601(const Clock& clock);
+/// `t` as that same UTC text.
+std::string format_time(Clock::time_point t);
+}  // namespace detail
 
 }  // namespace trellis::agent

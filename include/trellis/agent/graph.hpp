@@ -94,11 +94,6 @@ namespace trellis::agent {
 
 class EventBus;  // <trellis/signals2/event_bus.hpp>
 
-namespace detail {
-std::string now_iso8601(const Clock& clock);
-std::string format_time(Clock::time_point t);
-}  // namespace detail
-
 template <class S>
 class Graph : private detail::StateInterface {
   static_assert(trellis::detail::json_convertible<S>,
