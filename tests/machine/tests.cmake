@@ -27,7 +27,7 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "enum_listed_twice|list each value once"
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
-  "row_discarded|a row is added by its .to(state) or .stay() only"
+  "row_discarded|a row is added by its .to(phase) or .stay() only"
   "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"
   "enum_json_without_adapter|#include <trellis/json/enumeration.hpp>|40"
   "control|"

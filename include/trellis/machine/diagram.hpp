@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "trellis/base/enumeration.hpp"
+#include "trellis/machine/event_types.hpp"
 #include "trellis/machine/transition_table.hpp"
 #include "trellis/testing/transition_matrix.hpp"
 
@@ -48,27 +49,32 @@ inline void add_edge(std::vector<DiagramEdge>& edges, std::size_t from, std::siz
   edges.push_back({from, to, std::string(label)});
 }
 
-template <class S, class E>
-std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E>& table) {
-  static_assert(Enumerated<S> && Enumerated<E>,
-                "to_mermaid/to_dot: S and E need enumerations to be drawn; declare "
-                "TRELLIS_ENUM(S, ...) and TRELLIS_ENUM(E, ...) next to them");
-  // A row naming a value its enumeration does not list would silently vanish from the
+template <class S, class E, class P>
+std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E, P>& table) {
+  static_assert(Enumerated<P>,
+                "to_mermaid/to_dot: the phases need an enumeration to be drawn; declare "
+                "TRELLIS_ENUM(P, ...) next to them");
+  static_assert(event_types<E>::count > 0,
+                "to_mermaid/to_dot: events need kinds to be drawn: a std::variant of event types, "
+                "or an enum declared with TRELLIS_ENUM");
+  table.check_complete();
+  // A row naming a phase its enumeration does not list would silently vanish from the
   // drawing; the enumeration is incomplete, and that is worth an error.
   for (const auto& row : table.rows()) {
-    listed_index(row.event);
-    for (const S& s : row.from) listed_index(s);
+    for (const P& p : row.from) listed_index(p);
     if (row.to) listed_index(*row.to);
+    if (row.event) listed_index(*row.event);
   }
   std::vector<DiagramEdge> edges;
-  for (const S& s : enumeration<S>::values) {
-    for (const E& e : enumeration<E>::values) {
+  for (const P& p : enumeration<P>::values) {
+    for (std::size_t k = 0; k < event_types<E>::count; ++k) {
       for (const auto& row : table.rows()) {
-        if (!(row.event == e) || !row.covers(s)) continue;
-        std::string label(enumeration<E>::name(e));
+        if (row.kind != k || !row.covers(p)) continue;
+        std::string label = row.event_name();
         if (row.has_guard()) label += " [" + row.guard_name + "]";
-        add_edge(edges, listed_index(s), listed_index(row.target(s)), label);
-        if (!row.has_guard()) break;  // later rows for (s, e) are never reached
+        if (row.has_update() && !row.update_name.empty()) label += " / " + row.update_name;
+        add_edge(edges, listed_index(p), listed_index(row.target(p)), label);
+        if (!row.has_guard()) break;  // later rows for (p, k) are never reached
       }
     }
   }
@@ -155,10 +161,10 @@ namespace trellis {
 
 /// A Mermaid `stateDiagram-v2` of the declared rows; `initial`, when given, gets the `[*]`
 /// arrow.
-template <class S, class E>
-std::string to_mermaid(const TransitionTable<S, E>& table,
-                       const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
-  return detail::render_mermaid<S>(detail::diagram_edges(table), initial);
+template <class S, class E, class P>
+std::string to_mermaid(const TransitionTable<S, E, P>& table,
+                       const std::type_identity_t<std::optional<P>>& initial = std::nullopt) {
+  return detail::render_mermaid<P>(detail::diagram_edges(table), initial);
 }
 
 /// A Mermaid `stateDiagram-v2` of every accepted (state, event) pair of the matrix.
@@ -169,10 +175,10 @@ std::string to_mermaid(const testing::TransitionMatrix<S, E>& matrix,
 }
 
 /// A Graphviz DOT digraph of the declared rows; `initial`, when given, gets an entry arrow.
-template <class S, class E>
-std::string to_dot(const TransitionTable<S, E>& table,
-                   const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
-  return detail::render_dot<S>(detail::diagram_edges(table), initial);
+template <class S, class E, class P>
+std::string to_dot(const TransitionTable<S, E, P>& table,
+                   const std::type_identity_t<std::optional<P>>& initial = std::nullopt) {
+  return detail::render_dot<P>(detail::diagram_edges(table), initial);
 }
 
 /// A Graphviz DOT digraph of every accepted (state, event) pair of the matrix.

@@ -23,6 +23,20 @@
 /// Inside `ctx.batch(...)`, the transitions of the batch reach observers as one (first from,
 /// last to), and not at all if the batch ends where it started.
 ///
+/// Phases: a machine whose state is a struct with a `phase_of(const S&)` hook
+/// (trellis/machine/phase.hpp) is observed by phase: `state_is(phase)`, `on_enter(phase, f)`,
+/// `on_exit(phase, f)` and `phase()` see only the phase, so a transition that changes the rest
+/// of the state in the same phase enters and leaves nothing. `state_is(pred)` observes any
+/// other projection. `can(e)` asks the transition function (a table: its rows and guards,
+/// without running an update) whether `e` would be accepted now, without sending it.
+///
+/// Order within one send (outside a batch): the state is committed, then the graph flushes
+/// (signals such as `state_is` and `phase()` are recomputed, and effects reading them run), then
+/// `on_transition`/`on_enter`/`on_exit` observers run in registration order, then the
+/// Boost.Signals2 `transitions()` slots; `send()` returns after all of them. A send made by an
+/// effect or an observer is committed at once and told after the current transition. Inside a
+/// batch, effects and observers run once at its end; on an AsyncContext, on the executor.
+///
 /// Observers are std-only: `on_transition`, `on_enter` and `on_exit` return a
 /// `trellis::Subscription`. `transitions()`, the same transitions as a Boost.Signals2 signal,
 /// is the signals2 adapter's: it needs <trellis/signals2/transitions.hpp> (the umbrella
@@ -37,6 +51,7 @@
 
 #include "trellis/base/subscription.hpp"
 #include "trellis/machine/detail/machine_core.hpp"
+#include "trellis/machine/phase.hpp"
 #include "trellis/machine/send_result.hpp"
 #include "trellis/reactive/async_context.hpp"
 #include "trellis/reactive/cell_view.hpp"
@@ -83,10 +98,39 @@ class MachineFront {
   /// A read-only handle on the state, for computeds and effects.
   CellView<S> state_cell() const { return CellView<S>(core_->cell()); }
 
+  /// The phase of the states (`S` itself unless `phase_of(const S&)` exists).
+  using phase_type = phase_t<S>;
+
   /// An eager Signal<bool>: true exactly while the machine is in `s`, fresh when send() returns.
   Signal<bool> state_is(S s) const {
     return ctx_->signal([cell = core_->cell(), s = std::move(s)] { return cell.get() == s; });
   }
+
+  /// An eager Signal<bool>: true exactly while the state's phase is `p` (struct states with a
+  /// `phase_of` hook).
+  Signal<bool> state_is(phase_type p) const requires(phase_traits<S>::projected) {
+    return ctx_->signal(
+        [cell = core_->cell(), p = std::move(p)] { return phase_value(cell.get()) == p; });
+  }
+
+  /// An eager Signal<bool> of `pred(state)`, any projection of the state.
+  template <class Pred>
+  requires(std::predicate<const Pred&, const S&> && !std::convertible_to<Pred, S> &&
+           !std::convertible_to<Pred, phase_type>) Signal<bool> state_is(Pred pred) const {
+    return ctx_->signal(
+        [cell = core_->cell(), pred = std::move(pred)] { return static_cast<bool>(pred(cell.get())); });
+  }
+
+  /// An eager Signal of the state's phase: fresh when send() returns, and it changes (and
+  /// wakes what reads it) only when the phase does.
+  Signal<phase_type> phase() const {
+    return ctx_->signal([cell = core_->cell()] { return phase_type(phase_value(cell.get())); });
+  }
+
+  /// Whether `e` would be accepted in the current state (Transitioned or Unchanged), asked of
+  /// the transition function without committing anything. A table answers from its rows and
+  /// guards without running an update.
+  bool can(const E& e) const { return core_->can(e); }
 
   /// Calls `f(from, to)` for each committed transition (not at registration, not for a
   /// rejected or unchanged event). Stops when the returned handle is dropped.
@@ -112,6 +156,25 @@ class MachineFront {
     static_assert(std::is_invocable_v<F&>, "trellis: on_exit(s, f) needs f()");
     return observe([s = std::move(s), f = std::move(f)](const S& from, const S&) mutable {
       if (from == s) f();
+    });
+  }
+
+  /// Calls `f()` each time the state's phase becomes `p` (a transition within `p` does not
+  /// enter it again).
+  template <class F>
+  [[nodiscard]] Subscription on_enter(phase_type p, F f) requires(phase_traits<S>::projected) {
+    static_assert(std::is_invocable_v<F&>, "trellis: on_enter(phase, f) needs f()");
+    return observe([p = std::move(p), f = std::move(f)](const S& from, const S& to) mutable {
+      if (phase_value(to) == p && !(phase_value(from) == p)) f();
+    });
+  }
+
+  /// Calls `f()` each time the state's phase stops being `p`.
+  template <class F>
+  [[nodiscard]] Subscription on_exit(phase_type p, F f) requires(phase_traits<S>::projected) {
+    static_assert(std::is_invocable_v<F&>, "trellis: on_exit(phase, f) needs f()");
+    return observe([p = std::move(p), f = std::move(f)](const S& from, const S& to) mutable {
+      if (phase_value(from) == p && !(phase_value(to) == p)) f();
     });
   }
 
@@ -167,12 +230,21 @@ class BasicStateMachine : public detail::MachineFront<S, E> {
 
   /// A machine in state `initial`, deciding events with `step(state, event)`, any callable
   /// returning something convertible to std::optional<S>.
+  ///
+  /// A `TransitionTable<S, E>` is kept as it is (it is the function, and `can()` asks its rows);
+  /// one with a row left unfinished is refused with `table_error`.
   template <class F>
   BasicStateMachine(Ctx& ctx, S initial, F step) {
-    auto adapted = this->adapt(std::move(step));
     this->ctx_ = &ctx;
-    this->core_ = std::make_shared<detail::MachineCoreFor<S, E, decltype(adapted)>>(
-        graph_of(ctx), ctx.cell(std::move(initial)), std::move(adapted));
+    if constexpr (detail::is_transition_table<F, S, E>) {
+      step.check_complete();
+      this->core_ = std::make_shared<detail::MachineCoreFor<S, E, F>>(
+          graph_of(ctx), ctx.cell(std::move(initial)), std::move(step));
+    } else {
+      auto adapted = this->adapt(std::move(step));
+      this->core_ = std::make_shared<detail::MachineCoreFor<S, E, decltype(adapted)>>(
+          graph_of(ctx), ctx.cell(std::move(initial)), std::move(adapted));
+    }
   }
 
   /// Returns when every observer run scheduled so far has finished (AsyncStateMachine).

@@ -1,232 +1,740 @@
 #pragma once
 /// @file
-/// `TransitionTable<S, E>`: a machine's transitions declared as rows, for enum-like states and
-/// events. The table is a pure value: calling it is the transition function (first matching row
-/// wins, no match rejects), and its rows stay readable, so diagrams and exhaustive tests see
-/// exactly what was declared without running a machine.
+/// `TransitionTable<S, E>`: a machine's transitions declared as rows. The table is a pure value:
+/// calling it is the transition function, and its rows stay readable, so diagrams, matrices and
+/// exploration see exactly what was declared without running a machine.
+///
+/// A row reads "from these phases (or any), on this event, when this guard holds, apply this
+/// update, and be in that phase (or stay)":
 ///
 /// ```cpp
-/// enum class Light { Red, Green, Yellow, Off };
-/// enum class Tick { Advance, Reset, Power };
-///
-/// trellis::TransitionTable<Light, Tick> light;
-/// light.from(Light::Red).on(Tick::Advance).to(Light::Green);
-/// light.from(Light::Green).on(Tick::Advance).when("cars waiting", cars_waiting).to(Light::Yellow);
-/// light.from(Light::Yellow).on(Tick::Advance).to(Light::Red);
-/// light.from(Light::Red, Light::Green, Light::Yellow).on(Tick::Power).to(Light::Off);
-/// light.from(Light::Off).on(Tick::Advance).stay();
-/// light.any().on(Tick::Reset).to(Light::Red);
-///
-/// std::optional<Light> next = light(Light::Red, Tick::Advance);  // Light::Green
-/// trellis::StateMachine<Light, Tick> m{ctx, Light::Red, light};  // the table is the function
+/// using Event = std::variant<Coin, Select, Cancel, Fault>;  // payload structs
+/// trellis::TransitionTable<Vending, Event, Phase> t;        // Phase = phase_of(Vending)
+/// t.from(Phase::Idle, Phase::Paying).on<Coin>()
+///     .update("add credit", [](Vending v, const Coin& c) { v.credit += c.cents; v.phase = Phase::Paying; return v; })
+///     .to(Phase::Paying);
+/// t.from(Phase::Paying).on<Select>()
+///     .when("credit >= price", [](const Vending& v, const Select& s) { return v.credit >= price(s.slot); })
+///     .update("vend", vend)
+///     .to(Phase::Vending);
+/// t.any().on<Fault>().update("record fault", record_fault).to(Phase::OutOfOrder);
+/// t.terminal(Phase::OutOfOrder);
 /// ```
 ///
-/// A row reads "from these states (or any state), on this event, when this guard holds, go to
-/// that state (or stay)". Each clause returns the next step of the row, so a row that forgets
-/// its event does not compile, and one dropped before its target draws a [[nodiscard]] warning
-/// (only `.to()` or `.stay()` adds the row). `.to()` and `.stay()` return the table, so rows
-/// also chain: on a named table each row appends to it, and on a temporary
-/// (`TransitionTable<S, E>{}.from(...)...`) the chain yields the finished table by value. One
-/// statement per row is the form that clang-format keeps one row per line.
+/// - **Events.** When `E` is a `std::variant`, rows are keyed by alternative type: `on<Coin>()`
+///   matches every `Coin`, whatever its payload, and the guard and update see the `const
+///   Coin&`. When `E` is an enum listed with `TRELLIS_ENUM`, rows are keyed by value:
+///   `on(Tick::Advance)`. Any other `E` is matched by `==` against the row's value.
+/// - **Phases.** Rows name phases `P`: the state itself for an enum state, or `phase_of(s)`
+///   (trellis/machine/phase.hpp) for a struct state. A row's update computes the new state,
+///   payload included, as a pure function `S(S, const Ev&)` (or `void(S&, const Ev&)` applied to
+///   a copy); the result must be in the row's target phase (or, for `stay()`, in the phase it
+///   left): a send whose update breaks this throws `trellis::phase_error` and changes nothing.
+///   Without an update, an enum state becomes the target and a struct state is kept as it is.
+/// - **Matching.** The rows that cover the state's phase and the event are tried in declaration
+///   order; the first whose guard holds (or that has none) decides. No such row: the event is
+///   rejected (nullopt). With an enumerated phase and a variant or enumerated event, a send
+///   tries only the rows of its (phase, event type) cell.
+/// - **Incomplete rows.** A row is added by `.to(phase)` or `.stay()` only. A row that names
+///   no event has no `.to()` to call (a compile error), and a row dropped before its target
+///   draws a [[nodiscard]] warning; one kept in a variable and never ended is recorded, and
+///   the table refuses to be used (`trellis::table_error` naming the row) until it is fixed.
+/// - **Checks.** `validate(initial)` lists every problem of the declared rows (rows that can
+///   never fire, two unguarded rows for one phase and event type, phases unreachable from
+///   `initial`, non-terminal phases with no way out, a row that changes phase without an
+///   update); `check(initial)` throws `trellis::table_error` listing them all.
 ///
-/// Calling a table neither allocates nor changes it, so many threads may call one table at once
-/// (as a ThreadSafeStateMachine does) as long as its guards allow that too.
+/// `.to()` and `.stay()` return the table, so rows also chain: on a named table each row
+/// appends to it, and on a temporary (`TransitionTable<S, E>{}.from(...)...`) the chain yields
+/// the finished table by value. Calling a table neither allocates (beyond the state it returns)
+/// nor changes it, so many threads may call one table at once (as a ThreadSafeStateMachine
+/// does) as long as its guards and updates allow that too.
 
 #include <algorithm>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <ranges>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include "trellis/base/enumeration.hpp"
+#include "trellis/machine/errors.hpp"
+#include "trellis/machine/event_types.hpp"
+#include "trellis/machine/phase.hpp"
 
 namespace trellis {
 
-/// Rows of transitions over states `S` and events `E`, matched by `==` in declaration order.
-template <class S, class E>
+namespace detail {
+
+// Names a phase or an event value in messages: its enumeration name, or "a value" for a type
+// that has none.
+template <class T>
+std::string name_of_value(const T& v) {
+  if constexpr (Enumerated<T>) {
+    return describe_value(v);
+  } else {
+    return "a value";
+  }
+}
+
+}  // namespace detail
+
+/// What a table did with one event, for exploration and coverage: the row that decided it and
+/// every guard it evaluated on the way, with its answer.
+struct RowTrace {
+  /// The index in `rows()` of the row that decided the event; -1 when rejected.
+  std::ptrdiff_t fired = -1;
+  /// (index in `rows()`, the guard's answer), in evaluation order.
+  std::vector<std::pair<std::size_t, bool>> guards;
+};
+
+/// Rows of transitions over states `S`, events `E` and phases `P` (see the file comment).
+template <class S, class E, class P = phase_t<S>>
 class TransitionTable {
-  static_assert(std::equality_comparable<S> && std::copy_constructible<S>,
-                "TransitionTable<S, E>: S must be copyable and have == (rows match states by ==)");
-  static_assert(std::equality_comparable<E> && std::copy_constructible<E>,
-                "TransitionTable<S, E>: E must be copyable and have == (rows match events by ==); "
-                "for events that carry payloads, write the transition function by hand");
+  static_assert(std::copy_constructible<S>, "TransitionTable<S, E>: S must be copyable");
+  static_assert(std::copy_constructible<E>, "TransitionTable<S, E>: E must be copyable");
+  static_assert(std::same_as<P, phase_t<S>>,
+                "TransitionTable<S, E, P>: P must be the phase of S: write `P phase_of(const S&)` "
+                "next to S (for a struct state), or leave P out (an enum state is its own phase)");
+  static_assert(std::equality_comparable<P> && std::copy_constructible<P>,
+                "TransitionTable<S, E>: phases must be copyable and have == (rows match them)");
+  static_assert(event_types<E>::count > 0 || std::equality_comparable<E>,
+                "TransitionTable<S, E>: E must be a std::variant (rows keyed by alternative type), "
+                "an enum listed with TRELLIS_ENUM, or a type with == (rows matched by value)");
+
+  using Types = event_types<E>;
+  static constexpr std::size_t kinds = Types::count;
+  static constexpr bool keyed = kinds > 0;
+  static constexpr bool indexed = keyed && Enumerated<P>;
 
  public:
   using state_type = S;
   using event_type = E;
+  using phase_type = P;
   /// A guard sees the current state and the event; a row whose guard says false is skipped.
   using guard_type = std::function<bool(const S&, const E&)>;
+  /// An update turns a copy of the current state into the new state.
+  using update_type = std::function<void(S&, const E&)>;
 
-  /// One declared row, as diagrams and tests read it.
+  /// One declared row, as diagrams, matrices and exploration read it.
   struct Row {
-    std::vector<S> from;     ///< The states the row leaves; empty when `any_state`.
-    bool any_state = false;  ///< Declared with `any()`: matches every state.
-    E event;                 ///< The event the row handles.
-    std::optional<S> to;     ///< The target; nullopt when declared with `stay()`.
-    guard_type guard;        ///< Empty when the row has no guard.
-    std::string guard_name;  ///< The guard's label in diagrams ("guard" when unnamed).
+    std::vector<P> from;       ///< The phases the row leaves; empty when `any_state`.
+    bool any_state = false;    ///< Declared with `any()`: covers every phase.
+    std::size_t kind = 0;      ///< The event type (variant alternative or enumerated value).
+    std::optional<E> event;    ///< The event value of an `on(value)` row; nullopt for `on<T>()`.
+    std::optional<P> to;       ///< The target phase; nullopt when declared with `stay()`.
+    guard_type guard;          ///< Empty when the row has no guard.
+    std::string guard_name;    ///< The guard's label in diagrams ("guard" when unnamed).
+    update_type update;        ///< Empty when the row has no update.
+    std::string update_name;   ///< The update's label in diagrams (empty: not drawn).
+    std::size_t number = 0;    ///< 1 for the first row declared, and so on.
 
     bool has_guard() const noexcept { return static_cast<bool>(guard); }
-    /// Whether the row leaves state `s` (before its event and guard are considered).
-    bool covers(const S& s) const { return any_state || std::ranges::find(from, s) != from.end(); }
-    /// Where the row leads from `s`: its target, or `s` itself for a `stay()` row.
-    S target(const S& s) const { return to ? *to : s; }
+    bool has_update() const noexcept { return static_cast<bool>(update); }
+    /// Whether the row leaves phase `p` (before its event and guard are considered).
+    bool covers(const P& p) const { return any_state || std::ranges::find(from, p) != from.end(); }
+    /// The phase the row leads to from `p`: its target, or `p` itself for a `stay()` row.
+    P target(const P& p) const { return to ? *to : p; }
+    /// Whether the row handles event `e` (its type or value; the guard is not asked).
+    bool handles(const E& e) const {
+      if constexpr (Types::by_type) {
+        return Types::index(e) == kind;
+      } else {
+        return *event == e;
+      }
+    }
+    /// The event's name in diagrams: the alternative's type name or the value's name.
+    std::string event_name() const {
+      if constexpr (keyed) {
+        return std::string(Types::name(kind));
+      } else {
+        return "event";
+      }
+    }
+    /// "row 3 (from Idle, Paying on Coin [credit ok] / add credit -> Paying)".
+    std::string describe() const {
+      std::string out = "row " + std::to_string(number) + " (from ";
+      if (any_state) {
+        out += "any phase";
+      } else {
+        for (std::size_t i = 0; i < from.size(); ++i) {
+          if (i > 0) out += ", ";
+          out += detail::name_of_value(from[i]);
+        }
+      }
+      out += " on " + event_name();
+      if (has_guard()) out += " [" + guard_name + "]";
+      if (has_update() && !update_name.empty()) out += " / " + update_name;
+      out += to ? " -> " + detail::name_of_value(*to) : std::string(" -> stay");
+      return out + ")";
+    }
   };
 
-  template <class Owner>
-  class OnClause;
-
-  /// The first step of a row: the states it leaves; `.on(event)` comes next. The row builders
-  /// are [[nodiscard]]: a row whose chain is dropped before `.to()` or `.stay()` is not added.
-  template <class Owner>
-  class FromClause {
-   public:
-    /// The event the row handles.
-    [[nodiscard(
-        "TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause<Owner>
-    on(E event) && {
-      return OnClause<Owner>(std::forward<Owner>(table_), std::move(from_), any_, std::move(event));
-    }
-
-   private:
-    friend class TransitionTable;
-    FromClause(Owner table, std::vector<S> from, bool any)
-        : table_(std::forward<Owner>(table)), from_(std::move(from)), any_(any) {}
-
-    Owner table_;
-    std::vector<S> from_;
-    bool any_;
+ private:
+  // A row being written: everything but its end.
+  struct Draft {
+    std::vector<P> from;
+    bool any_state = false;
+    std::size_t kind = 0;
+    std::optional<E> event;
+    std::string event_name;
+    guard_type guard;
+    std::string guard_name;
+    update_type update;
+    std::string update_name;
   };
 
-  /// The second step of a row: an optional guard, then `.to(state)` or `.stay()`, which ends
-  /// the row and returns the table.
+  // Clauses on a named table report, when they are dropped unfinished, the row they held.
   template <class Owner>
-  class OnClause {
-   public:
-    /// Takes the row only when `pred(state, event)` (or `pred(state)`) is true; shown as
-    /// `[guard]` in diagrams. A second `when` must hold as well.
-    template <class Pred>
-    [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause
-    when(Pred pred) && {
-      return std::move(*this).when("guard", std::move(pred));
+  class ClauseBase {
+   protected:
+    static constexpr bool named = std::is_lvalue_reference_v<Owner>;
+
+    ClauseBase(Owner table, Draft draft)
+        : table_(std::forward<Owner>(table)), draft_(std::move(draft)) {}
+    ClauseBase(ClauseBase&& other) noexcept(std::is_nothrow_move_constructible_v<Draft>)
+        : table_(std::forward<Owner>(other.table_)),
+          draft_(std::move(other.draft_)),
+          live_(std::exchange(other.live_, false)) {}
+    ClauseBase& operator=(ClauseBase&&) = delete;
+    ~ClauseBase() {
+      if constexpr (named) {
+        if (live_) table_.note_unfinished(draft_);
+      }
     }
 
-    /// As `when(pred)`, labelled `[name]` in diagrams.
-    template <class Pred>
-    [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] OnClause
-    when(std::string name, Pred pred) && {
-      guard_type next;
-      if constexpr (std::predicate<const Pred&, const S&, const E&>) {
-        next = std::move(pred);
-      } else if constexpr (std::predicate<const Pred&, const S&>) {
-        next = [p = std::move(pred)](const S& s, const E&) { return static_cast<bool>(p(s)); };
-      } else {
-        static_assert(sizeof(Pred) == 0,
-                      "TransitionTable: a guard must be callable as bool(const S&, const E&) or "
-                      "bool(const S&)");
-      }
-      if (guard_) {
-        guard_ = [a = std::move(guard_), b = std::move(next)](const S& s, const E& e) {
-          return a(s, e) && b(s, e);
-        };
-        guard_name_ += " && " + name;
-      } else {
-        guard_ = std::move(next);
-        guard_name_ = std::move(name);
-      }
-      return std::move(*this);
-    }
-
-    /// Ends the row: it leads to `target`.
-    Owner to(S target) && { return finish(std::optional<S>(std::move(target))); }
-
-    /// Ends the row: it accepts the event and keeps the state (a self-transition, which a
-    /// machine reports as Unchanged).
-    Owner stay() && { return finish(std::nullopt); }
-
-   private:
-    friend class FromClause<Owner>;
-    OnClause(Owner table, std::vector<S> from, bool any, E event)
-        : table_(std::forward<Owner>(table)),
-          from_(std::move(from)),
-          any_(any),
-          event_(std::move(event)) {}
-
-    Owner finish(std::optional<S> to) {
-      table_.rows_.push_back(Row{std::move(from_), any_, std::move(event_), std::move(to),
-                                 std::move(guard_), std::move(guard_name_)});
+    Owner finish(std::optional<P> to) {
+      live_ = false;
+      table_.add(std::move(draft_), std::move(to));
       return std::forward<Owner>(table_);
     }
 
     Owner table_;
-    std::vector<S> from_;
-    bool any_;
-    E event_;
-    guard_type guard_;
-    std::string guard_name_;
+    Draft draft_;
+    bool live_ = true;
   };
 
-  /// Starts a row leaving one or more states.
-  template <class... More>
-  requires(std::convertible_to<const More&, S>&&...)
-      [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-          TransitionTable&> from(const S& first, const More&... more) & {
-    return FromClause<TransitionTable&>(*this, std::vector<S>{first, S(more)...}, false);
-  }
-  template <class... More>
-  requires(std::convertible_to<const More&, S>&&...)
-      [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-          TransitionTable> from(const S& first, const More&... more) && {
-    return FromClause<TransitionTable>(std::move(*this), std::vector<S>{first, S(more)...}, false);
-  }
+ public:
+  template <class Owner, class Ev>
+  class OnClause;
 
-  /// Starts a row leaving each state of a range (for a set of states named once elsewhere).
-  template <std::ranges::input_range R>
-  requires std::convertible_to<std::ranges::range_reference_t<const R&>, S>
-  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-      TransitionTable&>
-  from(const R& states) & {
-    return FromClause<TransitionTable&>(*this, std::vector<S>(states.begin(), states.end()), false);
-  }
-  template <std::ranges::input_range R>
-  requires std::convertible_to<std::ranges::range_reference_t<const R&>, S>
-  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-      TransitionTable>
-  from(const R& states) && {
-    return FromClause<TransitionTable>(std::move(*this),
-                                       std::vector<S>(states.begin(), states.end()), false);
-  }
+  /// The first step of a row: the phases it leaves; `.on<T>()` or `.on(value)` comes next.
+  /// The row builders are [[nodiscard]]: only `.to()` or `.stay()` adds the row.
+  template <class Owner>
+  class FromClause : ClauseBase<Owner> {
+    using Base = ClauseBase<Owner>;
 
-  /// Starts a row leaving every state.
-  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-      TransitionTable&>
-  any() & {
-    return FromClause<TransitionTable&>(*this, {}, true);
-  }
-  [[nodiscard("TransitionTable: a row is added by its .to(state) or .stay() only")]] FromClause<
-      TransitionTable>
-  any() && {
-    return FromClause<TransitionTable>(std::move(*this), {}, true);
-  }
+   public:
+    /// The row handles every event of alternative type `T` of the variant `E`.
+    template <class T>
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<
+        Owner, T>
+    on() && {
+      static_assert(Types::by_type,
+                    "TransitionTable: on<T>() keys a row by event type, which needs E to be a "
+                    "std::variant; for an enum event write on(value)");
+      this->draft_.kind = Types::template of<T>();
+      this->draft_.event_name = std::string(type_name<T>());
+      return OnClause<Owner, T>(std::move(*this));
+    }
 
-  /// The transition function: the target of the first row that covers `s`, handles `e` and
-  /// whose guard holds; nullopt (rejected) when no row does.
-  std::optional<S> operator()(const S& s, const E& e) const {
-    for (const Row& row : rows_) {
-      if (row.event == e && row.covers(s) && (!row.guard || row.guard(s, e))) {
-        return row.target(s);
+    /// The row handles the event `value` (an enum value, or any `E` matched by ==).
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<
+        Owner, E>
+    on(E value) && requires(!Types::by_type) {
+      if constexpr (keyed) {
+        this->draft_.kind = Types::index(value);
+        this->draft_.event_name = detail::name_of_value(value);
+      } else {
+        this->draft_.event_name = "event";
+      }
+      this->draft_.event = std::move(value);
+      return OnClause<Owner, E>(std::move(*this));
+    }
+
+   private:
+    friend class TransitionTable;
+    template <class, class>
+    friend class OnClause;
+    FromClause(Owner table, Draft draft) : Base(std::forward<Owner>(table), std::move(draft)) {}
+  };
+
+  /// The second step of a row: optional guards and update, then `.to(phase)` or `.stay()`,
+  /// which ends the row and returns the table. `Ev` is what guards and updates see: the
+  /// alternative type of an `on<T>()` row, `E` otherwise.
+  template <class Owner, class Ev>
+  class OnClause : ClauseBase<Owner> {
+    using Base = ClauseBase<Owner>;
+
+   public:
+    /// Takes the row only when `pred(state, event)` (or `pred(state)`) is true; shown as
+    /// `[guard]` in diagrams. A second `when` must hold as well.
+    template <class Pred>
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
+    when(Pred pred) && {
+      return std::move(*this).when("guard", std::move(pred));
+    }
+
+    /// As `when(pred)`, labelled `[name]` in diagrams, matrices and exploration reports.
+    template <class Pred>
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
+    when(std::string name, Pred pred) && {
+      guard_type next;
+      if constexpr (std::predicate<const Pred&, const S&, const Ev&>) {
+        next = [p = std::move(pred)](const S& s, const E& e) {
+          return static_cast<bool>(p(s, alternative(e)));
+        };
+      } else if constexpr (std::predicate<const Pred&, const S&>) {
+        next = [p = std::move(pred)](const S& s, const E&) { return static_cast<bool>(p(s)); };
+      } else {
+        static_assert(sizeof(Pred) == 0,
+                      "TransitionTable: a guard must be callable as bool(const S&, const Ev&) "
+                      "(Ev: the row's event type) or bool(const S&)");
+      }
+      Draft& d = this->draft_;
+      if (d.guard) {
+        d.guard = [a = std::move(d.guard), b = std::move(next)](const S& s, const E& e) {
+          return a(s, e) && b(s, e);
+        };
+        d.guard_name += " && " + name;
+      } else {
+        d.guard = std::move(next);
+        d.guard_name = std::move(name);
+      }
+      return std::move(*this);
+    }
+
+    /// Computes the new state: `fn(S, const Ev&) -> S` or `fn(S&, const Ev&)` on a copy of the
+    /// current state. One update per row.
+    template <class Fn>
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
+    update(Fn fn) && {
+      return std::move(*this).update(std::string(), std::move(fn));
+    }
+
+    /// As `update(fn)`, labelled `/ name` in diagrams and matrices.
+    template <class Fn>
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
+    update(std::string name, Fn fn) && {
+      Draft& d = this->draft_;
+      if (d.update) {
+        throw table_error("TransitionTable: a row (from " + from_text(d) + " on " + d.event_name +
+                          ") has two updates; compose them into one");
+      }
+      if constexpr (returns_state<Fn>()) {
+        d.update = [f = std::move(fn)](S& s, const E& e) { s = f(std::move(s), alternative(e)); };
+      } else if constexpr (std::is_invocable_v<const Fn&, S&, const Ev&>) {
+        d.update = [f = std::move(fn)](S& s, const E& e) { f(s, alternative(e)); };
+      } else {
+        static_assert(sizeof(Fn) == 0,
+                      "TransitionTable: an update must be callable as S(S, const Ev&) or "
+                      "void(S&, const Ev&) (Ev: the row's event type)");
+      }
+      d.update_name = std::move(name);
+      return std::move(*this);
+    }
+
+    /// Ends the row: it leads to phase `target`.
+    Owner to(P target) && { return this->finish(std::optional<P>(std::move(target))); }
+
+    /// Ends the row: it accepts the event and keeps the phase (the update, if any, may change
+    /// the rest of the state; without one, a machine reports the send as Unchanged).
+    Owner stay() && { return this->finish(std::nullopt); }
+
+   private:
+    friend class FromClause<Owner>;
+    explicit OnClause(FromClause<Owner>&& from) : Base(std::move(from)) {}
+
+    // Whether `Fn` is the pure form S(S, const Ev&) (as opposed to void(S&, const Ev&)).
+    template <class Fn>
+    static constexpr bool returns_state() {
+      if constexpr (std::is_invocable_v<const Fn&, S, const Ev&>) {
+        return std::is_convertible_v<std::invoke_result_t<const Fn&, S, const Ev&>, S>;
+      } else {
+        return false;
       }
     }
-    return std::nullopt;
+
+    static const Ev& alternative(const E& e) {
+      if constexpr (std::is_same_v<Ev, E>) {
+        return e;
+      } else {
+        return *std::get_if<Ev>(&e);  // the row's kind was matched before its guard or update
+      }
+    }
+  };
+
+  TransitionTable() = default;
+
+  /// Starts a row leaving one or more phases.
+  template <class... More>
+  requires(std::convertible_to<const More&, P>&&...)
+      [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+          TransitionTable&> from(const P& first, const More&... more) & {
+    return FromClause<TransitionTable&>(*this, draft(std::vector<P>{first, P(more)...}, false));
   }
+  template <class... More>
+  requires(std::convertible_to<const More&, P>&&...)
+      [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+          TransitionTable> from(const P& first, const More&... more) && {
+    return FromClause<TransitionTable>(std::move(*this),
+                                       draft(std::vector<P>{first, P(more)...}, false));
+  }
+
+  /// Starts a row leaving each phase of a range (for a set of phases named once elsewhere).
+  template <std::ranges::input_range R>
+  requires std::convertible_to<std::ranges::range_reference_t<const R&>, P>
+  [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+      TransitionTable&>
+  from(const R& phases) & {
+    return FromClause<TransitionTable&>(*this,
+                                        draft(std::vector<P>(phases.begin(), phases.end()), false));
+  }
+  template <std::ranges::input_range R>
+  requires std::convertible_to<std::ranges::range_reference_t<const R&>, P>
+  [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+      TransitionTable>
+  from(const R& phases) && {
+    return FromClause<TransitionTable>(std::move(*this),
+                                       draft(std::vector<P>(phases.begin(), phases.end()), false));
+  }
+
+  /// Starts a row leaving every phase.
+  [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+      TransitionTable&>
+  any() & {
+    return FromClause<TransitionTable&>(*this, draft({}, true));
+  }
+  [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] FromClause<
+      TransitionTable>
+  any() && {
+    return FromClause<TransitionTable>(std::move(*this), draft({}, true));
+  }
+
+  /// Declares phases in which the machine may end: `validate()` does not ask them for a way
+  /// out.
+  template <class... More>
+  requires(std::convertible_to<const More&, P>&&...) TransitionTable& terminal(
+      const P& first, const More&... more) & {
+    (terminals_.push_back(first), ..., terminals_.push_back(P(more)));
+    return *this;
+  }
+  template <class... More>
+  requires(std::convertible_to<const More&, P>&&...) TransitionTable terminal(
+      const P& first, const More&... more) && {
+    return std::move(terminal(first, more...));
+  }
+
+  /// The transition function: the new state from the first row that covers the phase of `s`,
+  /// handles `e` and whose guard holds; nullopt (rejected) when no row does. Throws
+  /// `phase_error` when that row's update leaves the wrong phase, `table_error` when a row was
+  /// left unfinished.
+  std::optional<S> operator()(const S& s, const E& e) const { return run<false>(s, e, nullptr); }
+
+  /// As `operator()`, recording in `trace` the row that fired and every guard evaluated.
+  std::optional<S> operator()(const S& s, const E& e, RowTrace& trace) const {
+    trace.fired = -1;
+    trace.guards.clear();
+    return run<true>(s, e, &trace);
+  }
+
+  /// Whether `e` would be accepted in `s`: some row covers and handles it and its guard holds.
+  /// Runs no update.
+  bool accepts(const S& s, const E& e) const { return find<false>(s, e, nullptr) != nullptr; }
 
   /// The rows in declaration order (the order in which they are tried).
   const std::vector<Row>& rows() const noexcept { return rows_; }
 
+  /// The phases declared with `terminal()`.
+  const std::vector<P>& terminals() const noexcept { return terminals_; }
+
+  /// Every problem of the declared rows, one sentence each; empty when there is none. With
+  /// `initial`, phases that cannot be reached from it are problems too. Phase-wide checks
+  /// (reachability, ways out, hidden rows per phase) need an enumerated phase (TRELLIS_ENUM).
+  std::vector<std::string> validate(const std::optional<P>& initial = std::nullopt) const;
+
+  /// Throws `table_error` listing every problem `validate(initial)` finds.
+  void check(const std::optional<P>& initial = std::nullopt) const {
+    const std::vector<std::string> problems = validate(initial);
+    if (problems.empty()) return;
+    std::string text = "TransitionTable: " + std::to_string(problems.size()) + " problem" +
+                       (problems.size() == 1 ? "" : "s") + ":";
+    for (const std::string& p : problems) text += "\n  - " + p;
+    throw table_error(text);
+  }
+
+  /// Throws `table_error` when a row was started and never ended (what every use checks first).
+  void check_complete() const {
+    if (!unfinished_.empty()) [[unlikely]] throw_unfinished();
+  }
+
  private:
+  static Draft draft(std::vector<P> from, bool any) {
+    Draft d;
+    d.from = std::move(from);
+    d.any_state = any;
+    return d;
+  }
+
+  static std::string from_text(const Draft& d) {
+    if (d.any_state) return "any phase";
+    std::string out;
+    for (const P& p : d.from) {
+      if (!out.empty()) out += ", ";
+      out += detail::name_of_value(p);
+    }
+    return out;
+  }
+
+  void note_unfinished(const Draft& d) {
+    std::string text = "a row begun after row " + std::to_string(rows_.size()) + " (from " +
+                       from_text(d);
+    if (!d.event_name.empty()) text += " on " + d.event_name;
+    text += ") was never ended: end it with .to(phase) or .stay()";
+    unfinished_.push_back(std::move(text));
+  }
+
+  [[noreturn]] void throw_unfinished() const {
+    std::string text = "TransitionTable: ";
+    for (std::size_t i = 0; i < unfinished_.size(); ++i) text += (i ? "; " : "") + unfinished_[i];
+    throw table_error(text);
+  }
+
+  void add(Draft d, std::optional<P> to) {
+    Row row;
+    row.from = std::move(d.from);
+    row.any_state = d.any_state;
+    row.kind = d.kind;
+    row.event = std::move(d.event);
+    row.to = std::move(to);
+    row.guard = std::move(d.guard);
+    row.guard_name = std::move(d.guard_name);
+    row.update = std::move(d.update);
+    row.update_name = std::move(d.update_name);
+    row.number = rows_.size() + 1;
+    if constexpr (indexed) {
+      if (cells_.empty()) cells_.resize(enumeration<P>::size * kinds);
+      // A row naming an unlisted phase or event joins no cell; validate() reports it.
+      if (row.kind < kinds) {
+        const auto id = static_cast<std::uint32_t>(rows_.size());
+        for (std::size_t pi = 0; pi < enumeration<P>::size; ++pi) {
+          if (row.covers(enumeration<P>::values[pi])) cells_[pi * kinds + row.kind].push_back(id);
+        }
+      }
+    }
+    rows_.push_back(std::move(row));
+  }
+
+  // The first row that decides `e` in `s`, or nullptr.
+  template <bool Traced>
+  const Row* find(const S& s, const E& e, RowTrace* trace) const {
+    check_complete();
+    const auto& p = phase_value(s);
+    const auto consider = [&](const Row& row, std::size_t id) {
+      if (!row.guard) return true;
+      const bool ok = row.guard(s, e);
+      if constexpr (Traced) trace->guards.emplace_back(id, ok);
+      return ok;
+    };
+    if constexpr (indexed) {
+      const std::size_t pi = detail::fast_index(p);
+      if (pi >= enumeration<P>::size) detail::throw_unlisted(p);
+      const std::size_t k = Types::index(e);
+      if (k >= kinds) return nullptr;  // an enum event value its enumeration does not list
+      if (cells_.empty()) return nullptr;
+      for (const std::uint32_t id : cells_[pi * kinds + k]) {
+        const Row& row = rows_[id];
+        if (consider(row, id)) {
+          if constexpr (Traced) trace->fired = static_cast<std::ptrdiff_t>(id);
+          return &row;
+        }
+      }
+    } else {
+      for (std::size_t id = 0; id < rows_.size(); ++id) {
+        const Row& row = rows_[id];
+        if (row.handles(e) && row.covers(p) && consider(row, id)) {
+          if constexpr (Traced) trace->fired = static_cast<std::ptrdiff_t>(id);
+          return &row;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  template <bool Traced>
+  std::optional<S> run(const S& s, const E& e, RowTrace* trace) const {
+    const Row* row = find<Traced>(s, e, trace);
+    if (row == nullptr) return std::nullopt;
+    if constexpr (std::is_same_v<S, P>) {
+      if (!row->update) return row->to ? *row->to : s;
+    }
+    S next = s;
+    if (row->update) row->update(next, e);
+    const P& from = phase_value(s);
+    const bool ok = row->to ? phase_value(next) == *row->to : phase_value(next) == from;
+    if (!ok) [[unlikely]] throw_wrong_phase(*row, from, phase_value(next));
+    return next;
+  }
+
+  [[noreturn]] static void throw_wrong_phase(const Row& row, const P& from, const P& got) {
+    throw phase_error("TransitionTable: " + row.describe() + " left " +
+                      detail::name_of_value(from) + " for " + detail::name_of_value(got) +
+                      ", but the row leads to " +
+                      detail::name_of_value(row.to ? *row.to : from) +
+                      (row.has_update() ? ": its update must return a state in that phase"
+                                        : ": a row without an update cannot change the phase"));
+  }
+
   std::vector<Row> rows_;
+  std::vector<P> terminals_;
+  std::vector<std::string> unfinished_;
+  std::vector<std::vector<std::uint32_t>> cells_;  // indexed: rows per (phase, event type)
 };
+
+template <class S, class E, class P>
+std::vector<std::string> TransitionTable<S, E, P>::validate(const std::optional<P>& initial) const {
+  std::vector<std::string> problems = unfinished_;
+  const auto phase_name = [](const P& p) { return detail::name_of_value(p); };
+
+  // Values the enumerations do not list would silently match nothing.
+  if constexpr (Enumerated<P>) {
+    for (const Row& row : rows_) {
+      for (const P& p : row.from) {
+        if (!enumeration<P>::index_of(p)) {
+          problems.push_back(row.describe() + " leaves " + phase_name(p) + ", which the " +
+                             "enumeration of " + std::string(enumeration<P>::type_name) +
+                             " does not list");
+        }
+      }
+    }
+  }
+  if constexpr (keyed && !Types::by_type) {
+    for (const Row& row : rows_) {
+      if (row.kind >= kinds) {
+        problems.push_back(row.describe() + " handles an event value its enumeration does not " +
+                           "list: it can never fire");
+      }
+    }
+  }
+
+  // A struct state changes phase only through an update.
+  if constexpr (!std::is_same_v<S, P>) {
+    for (const Row& row : rows_) {
+      if (!row.to || row.update) continue;
+      const bool moves = row.any_state || std::ranges::any_of(row.from, [&](const P& p) {
+                           return !(p == *row.to);
+                         });
+      if (moves) {
+        problems.push_back(row.describe() + " leads to " + phase_name(*row.to) +
+                           " but has no update: a state's phase changes only through an update, "
+                           "so the row would throw phase_error");
+      }
+    }
+  }
+
+  if constexpr (indexed) {
+    using PE = enumeration<P>;
+    // Hidden rows: in each (phase, event type) cell, rows after an unguarded one never fire.
+    std::vector<bool> fires(rows_.size(), false);
+    std::vector<std::string> reported;
+    for (std::size_t pi = 0; pi < PE::size; ++pi) {
+      for (std::size_t k = 0; k < kinds; ++k) {
+        const auto& cell = cells_.empty() ? std::vector<std::uint32_t>{} : cells_[pi * kinds + k];
+        std::optional<std::uint32_t> open;  // the first unguarded row of the cell
+        for (const std::uint32_t id : cell) {
+          const Row& row = rows_[id];
+          if (!open) {
+            fires[id] = true;
+            if (!row.guard) open = id;
+            continue;
+          }
+          if (!row.guard) {
+            problems.push_back("two unguarded rows for " + std::string(PE::names[pi]) + " on " +
+                               std::string(Types::name(k)) + ": " + rows_[*open].describe() +
+                               " and " + row.describe() + "; the first wins, the second never " +
+                               "fires there");
+          }
+        }
+      }
+    }
+    for (std::size_t id = 0; id < rows_.size(); ++id) {
+      const Row& row = rows_[id];
+      if (!fires[id] && row.kind < kinds) {
+        problems.push_back(row.describe() + " can never fire: earlier unguarded rows decide every " +
+                           "phase and event it covers");
+      }
+    }
+
+    // The phase graph: an edge p -> row.target(p) for every row covering p (guards may hold).
+    const auto targets_of = [&](std::size_t pi) {
+      std::vector<std::size_t> out;
+      const P& p = PE::values[pi];
+      for (const Row& row : rows_) {
+        if (!row.covers(p)) continue;
+        if (const auto t = PE::index_of(row.target(p))) out.push_back(*t);
+      }
+      return out;
+    };
+    std::vector<bool> reached(PE::size, !initial.has_value());
+    if (initial) {
+      const auto start = PE::index_of(*initial);
+      if (!start) {
+        problems.push_back("the initial phase " + phase_name(*initial) + " is not listed in the " +
+                           "enumeration of " + std::string(PE::type_name));
+      } else {
+        std::vector<std::size_t> todo{*start};
+        reached[*start] = true;
+        while (!todo.empty()) {
+          const std::size_t pi = todo.back();
+          todo.pop_back();
+          for (const std::size_t t : targets_of(pi)) {
+            if (!reached[t]) {
+              reached[t] = true;
+              todo.push_back(t);
+            }
+          }
+        }
+        for (std::size_t pi = 0; pi < PE::size; ++pi) {
+          if (!reached[pi]) {
+            problems.push_back("phase " + std::string(PE::names[pi]) + " cannot be reached from " +
+                               phase_name(*initial));
+          }
+        }
+      }
+    }
+    for (std::size_t pi = 0; pi < PE::size; ++pi) {
+      if (!reached[pi] || std::ranges::find(terminals_, PE::values[pi]) != terminals_.end()) {
+        continue;
+      }
+      const std::vector<std::size_t> out = targets_of(pi);
+      if (std::ranges::none_of(out, [&](std::size_t t) { return t != pi; })) {
+        problems.push_back("phase " + std::string(PE::names[pi]) + " has no way out and is not " +
+                           "declared terminal (declare it with .terminal(" +
+                           std::string(PE::names[pi]) + ") if the machine may end there)");
+      }
+    }
+  } else {
+    // Without enumerated phases: an unguarded any() row hides every later row for its event.
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const Row& a = rows_[i];
+      if (!a.any_state || a.guard) continue;
+      for (std::size_t j = i + 1; j < rows_.size(); ++j) {
+        const Row& b = rows_[j];
+        const bool same = keyed ? a.kind == b.kind : (a.event && b.event && *a.event == *b.event);
+        if (same) {
+          problems.push_back(b.describe() + " can never fire: " + a.describe() +
+                             " decides every phase on its event without a guard");
+        }
+      }
+    }
+  }
+  return problems;
+}
 
 }  // namespace trellis

@@ -11,6 +11,7 @@
 /// Adapters (the Boost.Signals2 `transitions()` signal) plug in as the machine's one sink,
 /// told after the observers; this header knows nothing of them.
 
+#include <concepts>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -42,6 +43,15 @@ class TransitionSink {
   TransitionSink& operator=(const TransitionSink&) = default;
 };
 
+/// Whether `F` is a transition table over `S` and `E` (a machine keeps it as it is).
+template <class F, class S, class E>
+concept is_transition_table = requires(const F& f, const S& s, const E& e) {
+  typename F::phase_type;
+  { f.accepts(s, e) } -> std::same_as<bool>;
+  { f(s, e) } -> std::same_as<std::optional<S>>;
+  f.check_complete();
+};
+
 template <class S, class E>
 class MachineCore {
  public:
@@ -60,6 +70,9 @@ class MachineCore {
 
   /// Decides and commits one event (the transition function is inlined in the override).
   virtual SendResult send(const E& e) = 0;
+
+  /// Whether `e` would be accepted now, without committing anything.
+  virtual bool can(const E& e) = 0;
 
   std::uint64_t add_observer(Observer f) {
     GraphLock lock(g_);
@@ -290,6 +303,16 @@ class MachineCoreFor final : public MachineCore<S, E> {
       write_cell(n, std::move(*next));
     }
     return SendResult::Transitioned;
+  }
+
+  bool can(const E& e) override {
+    GraphLock lock(this->g_);
+    const S& current = cell_value(this->live_cell());
+    if constexpr (requires { step_.accepts(current, e); }) {
+      return step_.accepts(current, e);
+    } else {
+      return step_(current, e).has_value();
+    }
   }
 
  private:

@@ -100,6 +100,12 @@ class DurableCore final : public MachineCore<S, E>,
     writer_.reset();  // the async writer writes the latest snapshot first (bounded tries)
   }
 
+  /// Asked of the committed state (what state() returns), without committing anything.
+  bool can(const E& e) override {
+    GraphLock lock(this->g_);
+    return step_(cell_value(this->live_cell()), e).has_value();
+  }
+
   SendResult send(const E& e) override {
     switch (mode_) {
       case Durability::group:
