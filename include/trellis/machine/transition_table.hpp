@@ -72,6 +72,9 @@ namespace trellis {
 
 namespace detail {
 
+template <class...>
+inline constexpr bool row_misuse = false;
+
 // Names a phase or an event value in messages: its enumeration name, or "a value" for a type
 // that has none.
 template <class T>
@@ -256,6 +259,32 @@ class TransitionTable {
       }
       this->draft_.event = std::move(value);
       return OnClause<Owner, E>(std::move(*this));
+    }
+
+    // A row's event comes before anything else: these say so instead of "no member".
+    template <class... A>
+    void to(A&&...) && {
+      static_assert(detail::row_misuse<A...>,
+                    "TransitionTable: this row has no event: write from(...).on<T>() (or "
+                    ".on(value)) before .to(phase)");
+    }
+    template <class... A>
+    void stay(A&&...) && {
+      static_assert(detail::row_misuse<A...>,
+                    "TransitionTable: this row has no event: write from(...).on<T>() (or "
+                    ".on(value)) before .stay()");
+    }
+    template <class... A>
+    void when(A&&...) && {
+      static_assert(detail::row_misuse<A...>,
+                    "TransitionTable: this row has no event: write from(...).on<T>() (or "
+                    ".on(value)) before .when(guard)");
+    }
+    template <class... A>
+    void update(A&&...) && {
+      static_assert(detail::row_misuse<A...>,
+                    "TransitionTable: this row has no event: write from(...).on<T>() (or "
+                    ".on(value)) before .update(fn)");
     }
 
    private:
