@@ -41,10 +41,10 @@ using Event = std::variant<Coin, Select, Cancel, Dispensed, Fault>;
 
 struct Machine {
   Phase phase = Phase::Idle;
-  int credit = 0;   ///< cents inserted and not yet spent
-  int slot = -1;    ///< the slot being dispensed, -1 when none
-  int sold = 0;     ///< items dispensed
-  int refunded = 0; ///< cents given back by Cancel
+  int credit = 0;    ///< cents inserted and not yet spent
+  int slot = -1;     ///< the slot being dispensed, -1 when none
+  int sold = 0;      ///< items dispensed
+  int refunded = 0;  ///< cents given back by Cancel
   int faults = 0;
   std::string last_fault;
   bool operator==(const Machine&) const = default;
@@ -78,7 +78,8 @@ inline trellis::TransitionTable<Machine, Event, Phase> table() {
       .to(Phase::Paying);
   t.from(Phase::Paying)
       .on<Select>()
-      .when("slot exists", [](const Machine&, const Select& s) { return s.slot >= 0 && s.slot < slots; })
+      .when("slot exists",
+            [](const Machine&, const Select& s) { return s.slot >= 0 && s.slot < slots; })
       .when("credit >= price",
             [](const Machine& m, const Select& s) { return m.credit >= price(s.slot); })
       .update("vend",

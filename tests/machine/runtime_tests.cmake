@@ -4,12 +4,16 @@
 # Included from tests/CMakeLists.txt (after trellis_add_test_executable is defined).
 
 trellis_add_test_executable(trellis_machine_runtime_tests LAYERS machine tbb signals2
-  ${CMAKE_CURRENT_LIST_DIR}/state_machine_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/state_machine_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/phase_test.cpp)
+target_include_directories(trellis_machine_runtime_tests PRIVATE ${PROJECT_SOURCE_DIR}/examples)
 add_test(NAME trellis_machine_runtime_tests COMMAND trellis_machine_runtime_tests)
 set_tests_properties(trellis_machine_runtime_tests PROPERTIES LABELS "machine" TIMEOUT 300)
 
 trellis_add_test_executable(trellis_machine_concurrency_tests LAYERS machine tbb signals2
-  ${CMAKE_CURRENT_LIST_DIR}/machine_concurrency_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/machine_concurrency_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/phase_concurrency_test.cpp)
+target_include_directories(trellis_machine_concurrency_tests PRIVATE ${PROJECT_SOURCE_DIR}/examples)
 add_test(NAME trellis_machine_concurrency_tests COMMAND trellis_machine_concurrency_tests)
 set_tests_properties(trellis_machine_concurrency_tests PROPERTIES LABELS "concurrency"
                                                                   TIMEOUT 600)

@@ -7,7 +7,8 @@ add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/typed_table_test.cpp)
 target_link_libraries(trellis_machine_tests PRIVATE trellis::machine trellis::testing trellis::json
                                                     trellis_doctest_main)
 target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support

@@ -75,7 +75,8 @@ constexpr std::size_t fast_index(const T& v) noexcept {
   if constexpr (std::is_enum_v<T>) {
     constexpr bool dense = [] {
       for (std::size_t i = 0; i < EN::size; ++i) {
-        if (static_cast<std::size_t>(static_cast<std::underlying_type_t<T>>(EN::values[i])) != i) return false;
+        if (static_cast<std::size_t>(static_cast<std::underlying_type_t<T>>(EN::values[i])) != i)
+          return false;
       }
       return true;
     }();

@@ -9,8 +9,8 @@
 /// namespace vending {
 /// enum class Phase { Idle, Paying, Vending, OutOfOrder };
 /// TRELLIS_ENUM(Phase, Idle, Paying, Vending, OutOfOrder);
-/// struct Machine { Phase phase = Phase::Idle; int credit = 0; int sold = 0; bool operator==(const Machine&) const = default; };
-/// constexpr Phase phase_of(const Machine& m) { return m.phase; }
+/// struct Machine { Phase phase = Phase::Idle; int credit = 0; int sold = 0; bool operator==(const
+/// Machine&) const = default; }; constexpr Phase phase_of(const Machine& m) { return m.phase; }
 /// }
 /// // trellis::phase_t<vending::Machine> is vending::Phase: tables are declared over it, and
 /// // machine.state_is(Phase::Vending), on_enter(Phase::Idle, f) and phase() observe it.

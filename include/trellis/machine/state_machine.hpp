@@ -116,9 +116,11 @@ class MachineFront {
   /// An eager Signal<bool> of `pred(state)`, any projection of the state.
   template <class Pred>
   requires(std::predicate<const Pred&, const S&> && !std::convertible_to<Pred, S> &&
-           !std::convertible_to<Pred, phase_type>) Signal<bool> state_is(Pred pred) const {
-    return ctx_->signal(
-        [cell = core_->cell(), pred = std::move(pred)] { return static_cast<bool>(pred(cell.get())); });
+           !std::convertible_to<Pred, phase_type>) Signal<bool> state_is(Pred pred)
+  const {
+    return ctx_->signal([cell = core_->cell(), pred = std::move(pred)] {
+      return static_cast<bool>(pred(cell.get()));
+    });
   }
 
   /// An eager Signal of the state's phase: fresh when send() returns, and it changes (and

@@ -11,12 +11,11 @@
 /// using Event = std::variant<Coin, Select, Cancel, Fault>;  // payload structs
 /// trellis::TransitionTable<Vending, Event, Phase> t;        // Phase = phase_of(Vending)
 /// t.from(Phase::Idle, Phase::Paying).on<Coin>()
-///     .update("add credit", [](Vending v, const Coin& c) { v.credit += c.cents; v.phase = Phase::Paying; return v; })
-///     .to(Phase::Paying);
+///     .update("add credit", [](Vending v, const Coin& c) { v.credit += c.cents; v.phase =
+///     Phase::Paying; return v; }) .to(Phase::Paying);
 /// t.from(Phase::Paying).on<Select>()
-///     .when("credit >= price", [](const Vending& v, const Select& s) { return v.credit >= price(s.slot); })
-///     .update("vend", vend)
-///     .to(Phase::Vending);
+///     .when("credit >= price", [](const Vending& v, const Select& s) { return v.credit >=
+///     price(s.slot); }) .update("vend", vend) .to(Phase::Vending);
 /// t.any().on<Fault>().update("record fault", record_fault).to(Phase::OutOfOrder);
 /// t.terminal(Phase::OutOfOrder);
 /// ```
@@ -127,16 +126,16 @@ class TransitionTable {
 
   /// One declared row, as diagrams, matrices and exploration read it.
   struct Row {
-    std::vector<P> from;       ///< The phases the row leaves; empty when `any_state`.
-    bool any_state = false;    ///< Declared with `any()`: covers every phase.
-    std::size_t kind = 0;      ///< The event type (variant alternative or enumerated value).
-    std::optional<E> event;    ///< The event value of an `on(value)` row; nullopt for `on<T>()`.
-    std::optional<P> to;       ///< The target phase; nullopt when declared with `stay()`.
-    guard_type guard;          ///< Empty when the row has no guard.
-    std::string guard_name;    ///< The guard's label in diagrams ("guard" when unnamed).
-    update_type update;        ///< Empty when the row has no update.
-    std::string update_name;   ///< The update's label in diagrams (empty: not drawn).
-    std::size_t number = 0;    ///< 1 for the first row declared, and so on.
+    std::vector<P> from;      ///< The phases the row leaves; empty when `any_state`.
+    bool any_state = false;   ///< Declared with `any()`: covers every phase.
+    std::size_t kind = 0;     ///< The event type (variant alternative or enumerated value).
+    std::optional<E> event;   ///< The event value of an `on(value)` row; nullopt for `on<T>()`.
+    std::optional<P> to;      ///< The target phase; nullopt when declared with `stay()`.
+    guard_type guard;         ///< Empty when the row has no guard.
+    std::string guard_name;   ///< The guard's label in diagrams ("guard" when unnamed).
+    update_type update;       ///< Empty when the row has no update.
+    std::string update_name;  ///< The update's label in diagrams (empty: not drawn).
+    std::size_t number = 0;   ///< 1 for the first row declared, and so on.
 
     bool has_guard() const noexcept { return static_cast<bool>(guard); }
     bool has_update() const noexcept { return static_cast<bool>(update); }
@@ -236,8 +235,8 @@ class TransitionTable {
    public:
     /// The row handles every event of alternative type `T` of the variant `E`.
     template <class T>
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<
-        Owner, T>
+    [[nodiscard(
+        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<Owner, T>
     on() && {
       static_assert(Types::by_type,
                     "TransitionTable: on<T>() keys a row by event type, which needs E to be a "
@@ -248,9 +247,9 @@ class TransitionTable {
     }
 
     /// The row handles the event `value` (an enum value, or any `E` matched by ==).
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<
-        Owner, E>
-    on(E value) && requires(!Types::by_type) {
+    [[nodiscard(
+        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<Owner, E>
+        on(E value) && requires(!Types::by_type) {
       if constexpr (keyed) {
         this->draft_.kind = Types::index(value);
         this->draft_.event_name = detail::name_of_value(value);
@@ -449,14 +448,14 @@ class TransitionTable {
   /// Declares phases in which the machine may end: `validate()` does not ask them for a way
   /// out.
   template <class... More>
-  requires(std::convertible_to<const More&, P>&&...) TransitionTable& terminal(
-      const P& first, const More&... more) & {
+  requires(std::convertible_to<const More&, P>&&...)
+      TransitionTable& terminal(const P& first, const More&... more) & {
     (terminals_.push_back(first), ..., terminals_.push_back(P(more)));
     return *this;
   }
   template <class... More>
-  requires(std::convertible_to<const More&, P>&&...) TransitionTable terminal(
-      const P& first, const More&... more) && {
+  requires(std::convertible_to<const More&, P>&&...) TransitionTable
+      terminal(const P& first, const More&... more) && {
     return std::move(terminal(first, more...));
   }
 
@@ -500,7 +499,8 @@ class TransitionTable {
 
   /// Throws `table_error` when a row was started and never ended (what every use checks first).
   void check_complete() const {
-    if (!unfinished_.empty()) [[unlikely]] throw_unfinished();
+    if (!unfinished_.empty()) [[unlikely]]
+      throw_unfinished();
   }
 
  private:
@@ -522,8 +522,8 @@ class TransitionTable {
   }
 
   void note_unfinished(const Draft& d) {
-    std::string text = "a row begun after row " + std::to_string(rows_.size()) + " (from " +
-                       from_text(d);
+    std::string text =
+        "a row begun after row " + std::to_string(rows_.size()) + " (from " + from_text(d);
     if (!d.event_name.empty()) text += " on " + d.event_name;
     text += ") was never ended: end it with .to(phase) or .stay()";
     unfinished_.push_back(std::move(text));
@@ -607,15 +607,15 @@ class TransitionTable {
     if (row->update) row->update(next, e);
     const P& from = phase_value(s);
     const bool ok = row->to ? phase_value(next) == *row->to : phase_value(next) == from;
-    if (!ok) [[unlikely]] throw_wrong_phase(*row, from, phase_value(next));
+    if (!ok) [[unlikely]]
+      throw_wrong_phase(*row, from, phase_value(next));
     return next;
   }
 
   [[noreturn]] static void throw_wrong_phase(const Row& row, const P& from, const P& got) {
     throw phase_error("TransitionTable: " + row.describe() + " left " +
                       detail::name_of_value(from) + " for " + detail::name_of_value(got) +
-                      ", but the row leads to " +
-                      detail::name_of_value(row.to ? *row.to : from) +
+                      ", but the row leads to " + detail::name_of_value(row.to ? *row.to : from) +
                       (row.has_update() ? ": its update must return a state in that phase"
                                         : ": a row without an update cannot change the phase"));
   }
@@ -656,9 +656,8 @@ std::vector<std::string> TransitionTable<S, E, P>::validate(const std::optional<
   if constexpr (!std::is_same_v<S, P>) {
     for (const Row& row : rows_) {
       if (!row.to || row.update) continue;
-      const bool moves = row.any_state || std::ranges::any_of(row.from, [&](const P& p) {
-                           return !(p == *row.to);
-                         });
+      const bool moves = row.any_state ||
+                         std::ranges::any_of(row.from, [&](const P& p) { return !(p == *row.to); });
       if (moves) {
         problems.push_back(row.describe() + " leads to " + phase_name(*row.to) +
                            " but has no update: a state's phase changes only through an update, "
@@ -695,7 +694,8 @@ std::vector<std::string> TransitionTable<S, E, P>::validate(const std::optional<
     for (std::size_t id = 0; id < rows_.size(); ++id) {
       const Row& row = rows_[id];
       if (!fires[id] && row.kind < kinds) {
-        problems.push_back(row.describe() + " can never fire: earlier unguarded rows decide every " +
+        problems.push_back(row.describe() +
+                           " can never fire: earlier unguarded rows decide every " +
                            "phase and event it covers");
       }
     }

@@ -14,6 +14,8 @@ enum class Phase { Idle, Paying };
 
 int main() {
   trellis::TransitionTable<Phase, std::variant<Coin, Cancel>> t;
-  t.from(Phase::Idle).on<Coin>().when("big", [](const Phase&, const Coin& c) { return c.cents > 5; });
+  t.from(Phase::Idle).on<Coin>().when("big", [](const Phase&, const Coin& c) {
+    return c.cents > 5;
+  });
   return t.rows().empty() ? 0 : 1;
 }
