@@ -6,6 +6,7 @@
 #include <trellis/agent/failpoint.hpp>
 #include <trellis/agent/store.hpp>
 #include <trellis/base/error.hpp>
+#include <trellis/machine/errors.hpp>
 #include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/reactive/errors.hpp>
@@ -36,6 +37,8 @@ std::set<std::string> codes_in_the_code() {
   add(trellis::cycle_error("e"));
   add(trellis::disposed_error("e"));
   add(trellis::budget_error("e"));
+  add(trellis::table_error("e"));
+  add(trellis::phase_error("e"));
   using reason = trellis::recovery_error::reason;
   for (int r = 0; r <= static_cast<int>(reason::bad_sequence); ++r) {
     add(trellis::recovery_error("f", static_cast<reason>(r), "d"));
