@@ -25,6 +25,7 @@ set_tests_properties(trellis_machine_tests PROPERTIES LABELS "machine" TIMEOUT 1
 # Misuse of the machine layer fails to compile with a message that suggests the fix.
 trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
   "enum_listed_twice|list each value once"
+  "enum_wrong_namespace|must be written in the namespace that declares app::Light|25"
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
   "row_discarded|a row is added by its .to(phase) or .stay() only"
