@@ -2,9 +2,14 @@
 # of the block appears in SOURCE, in the same order (blank lines, and comment lines starting
 # "// ..." that mark an omission, aside); and the block ends within the README's first 40 lines.
 # With -DHEADING="## Some heading", the block checked is instead the first ```cpp block after
-# the README line equal to HEADING, wherever it ends.
+# the README line equal to HEADING, wherever it ends. With -DFENCE=mermaid (or another info
+# string), the block checked is the first ```mermaid block instead of ```cpp.
 
 cmake_minimum_required(VERSION 3.25)
+
+if(NOT DEFINED FENCE)
+  set(FENCE cpp)
+endif()
 
 # Lines as CMake list items; ';', '[' and ']' would split or join items, so encode them.
 function(read_lines file out)
@@ -35,7 +40,7 @@ foreach(_line IN LISTS _readme)
     if(_line STREQUAL "${HEADING}")
       set(_seeking FALSE)
     endif()
-  elseif(NOT _in_block AND _line STREQUAL "```cpp")
+  elseif(NOT _in_block AND _line STREQUAL "```${FENCE}")
     set(_in_block TRUE)
   elseif(_in_block AND _line STREQUAL "```")
     set(_end ${_lineno})
@@ -48,7 +53,7 @@ if(_seeking)
   message(FATAL_ERROR "${README}: no line '${HEADING}'")
 endif()
 if(NOT DEFINED _end)
-  message(FATAL_ERROR "${README}: no complete ```cpp block for ${_which}")
+  message(FATAL_ERROR "${README}: no complete ```${FENCE} block for ${_which}")
 endif()
 if(NOT DEFINED HEADING AND _end GREATER 40)
   message(FATAL_ERROR "${README}: the first example ends on line ${_end}, past line 40")

@@ -11,6 +11,7 @@
 
 #include "document_cycle.hpp"
 #include "traffic_light.hpp"
+#include "vending_machine.hpp"
 
 #ifndef TRELLIS_MACHINE_GOLDEN_DIR
 #error \
@@ -21,6 +22,15 @@ namespace tt = trellis::testing;
 using light::Light;
 using light::Tick;
 using Table = trellis::TransitionTable<Light, Tick>;
+
+// A hand-written enumeration hook may name a value with any text, not only an identifier.
+namespace stage {
+enum class Stage { Draft, InReview };
+constexpr auto trellis_enumerate(trellis::enum_tag<Stage>) {
+  return trellis::enum_list<Stage, 2>{
+      "Stage", {Stage::Draft, Stage::InReview}, {"Draft", "in \"review\""}};
+}
+}  // namespace stage
 
 namespace {
 const std::filesystem::path golden_dir{TRELLIS_MACHINE_GOLDEN_DIR};
@@ -121,6 +131,74 @@ TEST_CASE("to_dot: escapes quotes and backslashes in labels") {
         std::string::npos);
 }
 
+TEST_CASE("to_mermaid: a terminal phase gets an arrow to [*], after the edges") {
+  auto t = light::table();
+  t.terminal(Light::Yellow);
+  CHECK(trellis::to_mermaid(t) ==
+        "stateDiagram-v2\n"
+        "    Red --> Green : Advance\n"
+        "    Green --> Yellow : Advance\n"
+        "    Green --> Red : Skip\n"
+        "    Yellow --> Red : Advance\n"
+        "    Yellow --> [*]\n");
+}
+
+TEST_CASE("to_mermaid: a terminal phase without edges is drawn by its arrow alone") {
+  CHECK(trellis::to_mermaid(Table{}.terminal(Light::Green)) ==
+        "stateDiagram-v2\n    Red\n    Yellow\n    Green --> [*]\n");
+}
+
+TEST_CASE("to_dot: a terminal phase gets a double border") {
+  auto t = light::table();
+  t.terminal(Light::Yellow);
+  const std::string text = trellis::to_dot(t);
+  CHECK(text.find("  \"Yellow\" [peripheries=2];\n") != std::string::npos);
+  CHECK(text.find("  \"Red\";\n") != std::string::npos);
+}
+
+TEST_CASE("diagram: a matrix marks the terminals it is given") {
+  const auto m = tt::transition_matrix(light::step);
+  CHECK(trellis::to_mermaid(m, Light::Red, {Light::Yellow}).find("    Yellow --> [*]\n") !=
+        std::string::npos);
+  CHECK(trellis::to_dot(m, std::nullopt, {Light::Yellow}).find("\"Yellow\" [peripheries=2]") !=
+        std::string::npos);
+}
+
+TEST_CASE("to_mermaid: a typed table's edge shows the event type, the guard and the update") {
+  const std::string text = trellis::to_mermaid(vending::table());
+  CHECK(text.find("    Vending --> Paying : Dispensed [change due] / count sale\n") !=
+        std::string::npos);
+  CHECK(text.find("    Vending --> Idle : Dispensed / count sale\n") != std::string::npos);
+}
+
+TEST_CASE("to_mermaid: a line break in a name becomes a space, a quote an entity code") {
+  const auto t =
+      Table{}.from(Light::Red).on(Tick::Advance).when("say \"go\"\nnow", always).to(Light::Green);
+  CHECK(trellis::to_mermaid(t).find("Red --> Green : Advance [say #quot;go#quot; now]\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("to_dot: a line break in a label becomes DOT's \\n") {
+  const auto t =
+      Table{}.from(Light::Red).on(Tick::Advance).when("two\nlines", always).to(Light::Green);
+  CHECK(trellis::to_dot(t).find(R"([label="Advance [two\nlines]"])") != std::string::npos);
+}
+
+TEST_CASE("to_mermaid: a phase named by more than an identifier gets an id and its name as label") {
+  using stage::Stage;
+  const auto t = trellis::TransitionTable<Stage, Tick>{}
+                     .from(Stage::Draft)
+                     .on(Tick::Advance)
+                     .to(Stage::InReview);
+  CHECK(trellis::to_mermaid(t, Stage::Draft) ==
+        "stateDiagram-v2\n"
+        "    state \"in #quot;review#quot;\" as trellis_state_1\n"
+        "    [*] --> Draft\n"
+        "    Draft --> trellis_state_1 : Advance\n");
+  CHECK(trellis::to_dot(t).find(R"("Draft" -> "in \"review\"" [label="Advance"];)") !=
+        std::string::npos);
+}
+
 TEST_CASE("diagram: a table naming a value its enumeration does not list is an error") {
   const auto t = Table{}.from(static_cast<Light>(7)).on(Tick::Advance).to(Light::Green);
   CHECK_THROWS_WITH_AS(trellis::to_dot(t),
@@ -145,4 +223,14 @@ TEST_CASE("doc cycle: the table and its matrix draw the same diagram") {
   const auto m = tt::transition_matrix(t);
   CHECK(trellis::to_mermaid(t) == trellis::to_mermaid(m));
   CHECK(trellis::to_dot(t) == trellis::to_dot(m));
+}
+
+TEST_CASE("vending: the Mermaid diagram matches the hand-written golden file") {
+  CHECK(tt::check_golden(golden_dir / "vending.mmd",
+                         trellis::to_mermaid(vending::table(), vending::Phase::Idle)));
+}
+
+TEST_CASE("vending: the DOT diagram matches the hand-written golden file") {
+  CHECK(tt::check_golden(golden_dir / "vending.dot",
+                         trellis::to_dot(vending::table(), vending::Phase::Idle)));
 }

@@ -144,3 +144,18 @@ TEST_CASE("enumeration: to_json of an unlisted value names the value") {
                        "(expected one of Red, Green, Yellow)",
                        trellis::error);
 }
+
+// The README's example (section "Enumerations: TRELLIS_ENUM"): keep the two in step.
+namespace shop {
+enum class Size { Small, Medium, Large };
+TRELLIS_ENUM(Size, Small, Medium, Large);  // in the namespace that declares Size
+}  // namespace shop
+
+TEST_CASE("enumeration: the README example lists, names, parses and converts to JSON") {
+  using Sizes = trellis::enumeration<shop::Size>;
+  static_assert(Sizes::size == 3 && Sizes::names[2] == "Large");
+  CHECK(Sizes::name(shop::Size::Medium) == "Medium");
+  CHECK(Sizes::from_name("Small") == shop::Size::Small);
+  CHECK(nlohmann::json(shop::Size::Large) == "Large");  // needs <trellis/json/enumeration.hpp>
+  CHECK_THROWS_AS(nlohmann::json("Huge").get<shop::Size>(), trellis::error);  // names the value
+}

@@ -6,6 +6,7 @@ find_package(nlohmann_json 3 REQUIRED CONFIG)
 add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/phase_matrix_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/typed_table_test.cpp)
@@ -26,6 +27,7 @@ set_tests_properties(trellis_machine_tests PROPERTIES LABELS "machine" TIMEOUT 1
 # Misuse of the machine layer fails to compile with a message that suggests the fix.
 trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
   "enum_listed_twice|list each value once"
+  "enum_wrong_namespace|must be written in the namespace that declares app::Light|25"
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
   "row_discarded|a row is added by its .to(phase) or .stay() only"
@@ -37,3 +39,27 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "control|"
   "transitions_with_adapter|"
   "machine_headers_std_only|")
+
+# The README's sections on TRELLIS_ENUM, testing and diagrams: each example must be an exact
+# excerpt of the test that runs it, and the Mermaid block the golden file the test compares.
+foreach(spec IN ITEMS
+    "enumeration|enumeration_test.cpp|## Enumerations: `TRELLIS_ENUM`|cpp"
+    "phase_matrix|phase_matrix_test.cpp|### Matrix and golden files|cpp"
+    "properties|testing_test.cpp|### Property checks|cpp"
+    "diagram|diagram_test.cpp|## Diagrams|cpp"
+    "diagram_mermaid|golden/vending.mmd|## Diagrams|mermaid")
+  string(REPLACE "|" ";" spec "${spec}")
+  list(GET spec 0 name)
+  list(GET spec 1 source)
+  list(GET spec 2 heading)
+  list(GET spec 3 fence)
+  add_test(NAME trellis_machine_readme_excerpt.${name}
+    COMMAND ${CMAKE_COMMAND}
+      -DREADME=${PROJECT_SOURCE_DIR}/README.md
+      -DSOURCE=${CMAKE_CURRENT_LIST_DIR}/${source}
+      "-DHEADING=${heading}"
+      -DFENCE=${fence}
+      -P ${PROJECT_SOURCE_DIR}/cmake/CheckReadmeExcerpt.cmake)
+  set_tests_properties(trellis_machine_readme_excerpt.${name} PROPERTIES LABELS "machine"
+                                                                         TIMEOUT 60)
+endforeach()

@@ -18,8 +18,8 @@
 /// How it is found: `TRELLIS_ENUM` defines a `constexpr` hook `trellis_enumerate(enum_tag<T>)`
 /// next to the type, and `trellis::enumeration<T>` finds it by argument-dependent lookup. That
 /// is why the macro must sit in the enum's own namespace (the innermost one enclosing it, also
-/// for an enum nested in a class), and why a type that is not an enum (a literal class type
-/// with `==`) can join by writing the hook by hand:
+/// for an enum nested in a class; written elsewhere it fails to compile, saying so), and why a type
+/// that is not an enum (a literal class type with `==`) can join by writing the hook by hand:
 ///
 /// ```cpp
 /// constexpr auto trellis_enumerate(trellis::enum_tag<Coin>) {
@@ -242,7 +242,9 @@ void enum_from_json(const Json& j, T& v) {
 
 /// Declares the values of enum `Type` and their names, once: `TRELLIS_ENUM(Light, Red, Green,
 /// Yellow);` at namespace scope, in `Type`'s namespace. Lists bare value names; a value listed
-/// twice or a name that is not a bare identifier fails to compile. Also declares nlohmann_json
+/// twice or a name that is not a bare identifier fails to compile, and so does the macro written
+/// in another namespace (where `trellis::enumeration<Type>` could not find it: the error says
+/// "must be written in the namespace that declares Type"). Also declares nlohmann_json
 /// `to_json`/`from_json` for `Type` by name, which work once <trellis/json/enumeration.hpp> is
 /// included (`from_json` of an unknown name or a non-string throws `trellis::error` naming the
 /// type and the value).
@@ -262,4 +264,8 @@ void enum_from_json(const Json& j, T& v) {
   static_assert(                                                                              \
       ::trellis::detail::enum_list_valid(trellis_enumerate(::trellis::enum_tag<Type>{})),     \
       "TRELLIS_ENUM(" #Type                                                                   \
-      ", ...): list each value once, by its bare name (Red, not Light::Red or Red = 1)")
+      ", ...): list each value once, by its bare name (Red, not Light::Red or Red = 1)");     \
+  static_assert(::trellis::detail::has_enumerate_hook<Type>,                                  \
+                "TRELLIS_ENUM(" #Type                                                         \
+                ", ...) must be written in the namespace that declares " #Type                \
+                " (found by argument-dependent lookup)")

@@ -1,20 +1,27 @@
 #pragma once
 /// @file
 /// Diagrams of a machine: Mermaid (`stateDiagram-v2`) and Graphviz DOT, drawn from a
-/// `TransitionTable` (what was declared, guards shown as `[name]` on the edge) or from a
-/// `TransitionMatrix` (what any transition function actually does). States and events are
-/// named by their enumerations, and the output is deterministic, so a diagram can itself be a
-/// golden file.
+/// `TransitionTable` (what was declared) or from a `TransitionMatrix` (what any transition
+/// function actually does). A table over a struct state is drawn over its phases: each edge is
+/// labelled with its event type, its guard and its update, `Coin [accepted coin && credit
+/// stays <= 500] / add credit`, and the phases declared `terminal()` are marked (Mermaid
+/// `OutOfOrder --> [*]`, DOT a double border). Phases and events are named by their
+/// enumerations and event type names, and the output is deterministic, so a diagram can itself
+/// be a golden file.
 ///
 /// ```cpp
-/// std::cout << trellis::to_mermaid(table, Light::Red);  // Light::Red marked as the initial state
+/// std::cout << trellis::to_mermaid(vending::table(), vending::Phase::Idle);  // [*] --> Idle
 /// std::ofstream("light.dot") << trellis::to_dot(trellis::testing::transition_matrix(step));
 /// ```
 ///
-/// Edges are listed by source state, then event, in enumeration order; the events that lead
-/// from one state to the same target share one edge, labelled "Advance, Skip". From a table,
-/// a row hidden by an earlier unguarded row for the same state and event (the first match
-/// wins) is not drawn, so an unguarded table draws exactly the diagram of its matrix.
+/// Edges are listed by source phase, then event type, in enumeration order; the events that
+/// lead from one phase to the same target share one edge, labelled "Advance, Skip". From a
+/// table, a row hidden by an earlier unguarded row for the same phase and event (the first
+/// match wins) is not drawn, so an unguarded table draws exactly the diagram of its matrix.
+/// Names are escaped: Mermaid's ';', '#', '%' and '"' become entity codes and a line break a
+/// space; DOT quotes every name and label, escaping '"' and '\' (a line break becomes `\n`);
+/// a phase name that is not an identifier (possible with a hand-written enumeration hook) gets
+/// a Mermaid id of its own and is shown as its label.
 
 #include <cstddef>
 #include <optional>
@@ -63,7 +70,9 @@ std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E, P>& table) {
   for (const auto& row : table.rows()) {
     for (const P& p : row.from) listed_index(p);
     if (row.to) listed_index(*row.to);
-    if (row.event) listed_index(*row.event);
+    if constexpr (Enumerated<E>) {
+      if (row.event) listed_index(*row.event);
+    }
   }
   std::vector<DiagramEdge> edges;
   for (const P& p : enumeration<P>::values) {
@@ -94,8 +103,8 @@ std::vector<DiagramEdge> diagram_edges(const testing::TransitionMatrix<S, E>& ma
   return edges;
 }
 
-// Mermaid ends a statement at ';' and starts a comment at '%%'; its entity codes keep a
-// guard name such as "retries < 3; no budget" intact.
+// Mermaid ends a statement at ';' and at a line break, and starts a comment at '%%'; its
+// entity codes keep a guard name such as "retries < 3; no budget" intact.
 inline std::string mermaid_label(std::string_view text) {
   std::string out;
   for (const char c : text) {
@@ -105,6 +114,10 @@ inline std::string mermaid_label(std::string_view text) {
       out += "#35;";
     } else if (c == '%') {
       out += "#37;";
+    } else if (c == '"') {
+      out += "#quot;";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';  // a line break or tab would end the statement
     } else {
       out += c;
     }
@@ -112,41 +125,80 @@ inline std::string mermaid_label(std::string_view text) {
   return out;
 }
 
+// A state's id in Mermaid: its name when that is an identifier (always, for TRELLIS_ENUM), or
+// "trellis_state_<index>", declared with the name as its label (a hand-written enumeration
+// hook may name values freely).
+inline std::string mermaid_id(std::string_view name, std::size_t index) {
+  if (is_identifier(name)) return std::string(name);
+  return "trellis_state_" + std::to_string(index);
+}
+
+// DOT reads '"' and '\' as syntax inside a quoted string; a line break becomes DOT's "\n".
 inline std::string dot_quoted(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
   }
   return out + "\"";
 }
 
 template <class S>
-std::string render_mermaid(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial) {
+bool is_terminal(const std::vector<S>& terminals, std::size_t index) {
+  for (const S& t : terminals) {
+    if (listed_index(t) == index) return true;
+  }
+  return false;
+}
+
+template <class S>
+std::string render_mermaid(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial,
+                           const std::vector<S>& terminals) {
   using SE = enumeration<S>;
+  const auto id = [](std::size_t i) { return mermaid_id(SE::names[i], i); };
   std::string out = "stateDiagram-v2\n";
+  for (std::size_t i = 0; i < SE::size; ++i) {
+    if (!is_identifier(SE::names[i])) {
+      out += "    state \"" + mermaid_label(SE::names[i]) + "\" as " + id(i) + "\n";
+    }
+  }
   // States without edges would otherwise not appear at all.
   for (std::size_t i = 0; i < SE::size; ++i) {
-    bool linked = initial && listed_index(*initial) == i;
+    bool linked = (initial && listed_index(*initial) == i) || is_terminal(terminals, i);
     for (const DiagramEdge& edge : edges) linked = linked || edge.from == i || edge.to == i;
-    if (!linked) out += "    " + std::string(SE::names[i]) + "\n";
+    if (!linked) out += "    " + id(i) + "\n";
   }
-  if (initial) out += "    [*] --> " + std::string(SE::name(*initial)) + "\n";
+  if (initial) out += "    [*] --> " + id(listed_index(*initial)) + "\n";
   for (const DiagramEdge& edge : edges) {
-    out += "    " + std::string(SE::names[edge.from]) + " --> " + std::string(SE::names[edge.to]) +
-           " : " + mermaid_label(edge.label) + "\n";
+    out +=
+        "    " + id(edge.from) + " --> " + id(edge.to) + " : " + mermaid_label(edge.label) + "\n";
+  }
+  for (std::size_t i = 0; i < SE::size; ++i) {
+    if (is_terminal(terminals, i)) out += "    " + id(i) + " --> [*]\n";
   }
   return out;
 }
 
 template <class S>
-std::string render_dot(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial) {
+std::string render_dot(const std::vector<DiagramEdge>& edges, const std::optional<S>& initial,
+                       const std::vector<S>& terminals) {
   using SE = enumeration<S>;
   std::string out = "digraph " + dot_quoted(SE::type_name) + " {\n";
   out += "  rankdir=LR;\n";
   out += "  node [shape=box, style=rounded];\n";
   if (initial) out += "  __initial [shape=point, label=\"\"];\n";
-  for (const std::string_view name : SE::names) out += "  " + dot_quoted(name) + ";\n";
+  for (std::size_t i = 0; i < SE::size; ++i) {
+    out += "  " + dot_quoted(SE::names[i]) +
+           (is_terminal(terminals, i) ? " [peripheries=2];\n" : ";\n");
+  }
   if (initial) out += "  __initial -> " + dot_quoted(SE::name(*initial)) + ";\n";
   for (const DiagramEdge& edge : edges) {
     out += "  " + dot_quoted(SE::names[edge.from]) + " -> " + dot_quoted(SE::names[edge.to]) +
@@ -160,32 +212,37 @@ std::string render_dot(const std::vector<DiagramEdge>& edges, const std::optiona
 namespace trellis {
 
 /// A Mermaid `stateDiagram-v2` of the declared rows; `initial`, when given, gets the `[*]`
-/// arrow.
+/// arrow, and each phase declared `terminal()` an arrow to `[*]`.
 template <class S, class E, class P>
 std::string to_mermaid(const TransitionTable<S, E, P>& table,
                        const std::type_identity_t<std::optional<P>>& initial = std::nullopt) {
-  return detail::render_mermaid<P>(detail::diagram_edges(table), initial);
+  return detail::render_mermaid<P>(detail::diagram_edges(table), initial, table.terminals());
 }
 
-/// A Mermaid `stateDiagram-v2` of every accepted (state, event) pair of the matrix.
+/// A Mermaid `stateDiagram-v2` of every accepted (state, event) pair of the matrix; the
+/// `terminals` get an arrow to `[*]`.
 template <class S, class E>
 std::string to_mermaid(const testing::TransitionMatrix<S, E>& matrix,
-                       const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
-  return detail::render_mermaid<S>(detail::diagram_edges(matrix), initial);
+                       const std::type_identity_t<std::optional<S>>& initial = std::nullopt,
+                       const std::type_identity_t<std::vector<S>>& terminals = {}) {
+  return detail::render_mermaid<S>(detail::diagram_edges(matrix), initial, terminals);
 }
 
-/// A Graphviz DOT digraph of the declared rows; `initial`, when given, gets an entry arrow.
+/// A Graphviz DOT digraph of the declared rows; `initial`, when given, gets an entry arrow,
+/// and each phase declared `terminal()` a double border (`peripheries=2`).
 template <class S, class E, class P>
 std::string to_dot(const TransitionTable<S, E, P>& table,
                    const std::type_identity_t<std::optional<P>>& initial = std::nullopt) {
-  return detail::render_dot<P>(detail::diagram_edges(table), initial);
+  return detail::render_dot<P>(detail::diagram_edges(table), initial, table.terminals());
 }
 
-/// A Graphviz DOT digraph of every accepted (state, event) pair of the matrix.
+/// A Graphviz DOT digraph of every accepted (state, event) pair of the matrix; the
+/// `terminals` get a double border.
 template <class S, class E>
 std::string to_dot(const testing::TransitionMatrix<S, E>& matrix,
-                   const std::type_identity_t<std::optional<S>>& initial = std::nullopt) {
-  return detail::render_dot<S>(detail::diagram_edges(matrix), initial);
+                   const std::type_identity_t<std::optional<S>>& initial = std::nullopt,
+                   const std::type_identity_t<std::vector<S>>& terminals = {}) {
+  return detail::render_dot<S>(detail::diagram_edges(matrix), initial, terminals);
 }
 
 }  // namespace trellis

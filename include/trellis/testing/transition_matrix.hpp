@@ -34,7 +34,8 @@ template <class S, class E>
 class TransitionMatrix {
   static_assert(Enumerated<S>,
                 "TransitionMatrix<S, E>: S has no enumeration; declare TRELLIS_ENUM(S, values...) "
-                "next to it so every state can be listed");
+                "next to it so every state can be listed (for a table over a struct state, "
+                "trellis::testing::table_matrix(table) lists its rows by phase and event type)");
   static_assert(Enumerated<E>,
                 "TransitionMatrix<S, E>: E has no enumeration; declare TRELLIS_ENUM(E, values...) "
                 "next to it so every event can be listed");
