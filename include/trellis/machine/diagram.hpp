@@ -63,7 +63,9 @@ std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E, P>& table) {
   for (const auto& row : table.rows()) {
     for (const P& p : row.from) listed_index(p);
     if (row.to) listed_index(*row.to);
-    if (row.event) listed_index(*row.event);
+    if constexpr (!event_types<E>::by_type) {  // an on<T>() row names a type, not a value
+      if (row.event) listed_index(*row.event);
+    }
   }
   std::vector<DiagramEdge> edges;
   for (const P& p : enumeration<P>::values) {
