@@ -42,7 +42,8 @@ int main() try {
   };
 
   std::cout << "can Select{0} while Idle: " << vm.can(Select{0}) << "\n";  // no row from Idle
-  send("Coin{100}", Coin{100});                                            // Idle -> Paying
+
+  send("Coin{100}", Coin{100});  // Idle -> Paying
   send("Coin{100}", Coin{100});  // Paying -> Paying: no phase change, no effect, no on_enter
   send("Coin{3}", Coin{3});      // guard "accepted coin" fails: Rejected
   std::cout << "can Select{3}: " << vm.can(Select{3}) << "\n";  // 175 <= 200: yes
