@@ -218,13 +218,6 @@ TEST_CASE("doc cycle: the DOT diagram matches the hand-written golden file") {
                          trellis::to_dot(doc_cycle::table(), doc_cycle::Phase::PreflightStarted)));
 }
 
-TEST_CASE("doc cycle: the table and its matrix draw the same diagram") {
-  const auto& t = doc_cycle::table();
-  const auto m = tt::transition_matrix(t);
-  CHECK(trellis::to_mermaid(t) == trellis::to_mermaid(m));
-  CHECK(trellis::to_dot(t) == trellis::to_dot(m));
-}
-
 TEST_CASE("vending: the Mermaid diagram matches the hand-written golden file") {
   CHECK(tt::check_golden(golden_dir / "vending.mmd",
                          trellis::to_mermaid(vending::table(), vending::Phase::Idle)));

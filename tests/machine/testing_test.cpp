@@ -13,7 +13,6 @@
 
 #include <unistd.h>
 
-#include "document_cycle.hpp"
 #include "traffic_light.hpp"
 
 #ifndef TRELLIS_MACHINE_GOLDEN_DIR
@@ -296,68 +295,4 @@ TEST_CASE("deterministic: a function with hidden state is reported") {
   CHECK(tt::deterministic<Light, Tick>(flaky) ==
         std::vector<std::string>{
             "Red --Advance--> Green the first time, then rejected: not deterministic"});
-}
-
-// --- the document cycle machine (issue 3, section 4) -----------------------------------------
-
-using doc_cycle::Event;
-using doc_cycle::Phase;
-
-TEST_CASE("doc cycle: its matrix matches the hand-written golden file") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  CHECK(tt::check_golden(golden_dir / "doc_cycle.md", tt::to_markdown(m)));
-}
-
-TEST_CASE("doc cycle: Committed and Abandoned are left only by StartPreflight") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  const auto v =
-      tt::sticky_terminals(m, {Phase::Committed, Phase::Abandoned}, {Event::StartPreflight});
-  CHECK_MESSAGE(v.empty(), tt::joined(v));
-}
-
-TEST_CASE(
-    "doc cycle: terminal phases accept nothing but StartPreflight and the idempotent "
-    "Committed") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  for (const Event e : trellis::enumeration<Event>::values) {
-    CAPTURE(trellis::enumeration<Event>::name(e));
-    CHECK(m.at(Phase::Abandoned, e).has_value() == (e == Event::StartPreflight));
-    CHECK(m.at(Phase::Committed, e).has_value() ==
-          (e == Event::StartPreflight || e == Event::Committed));
-  }
-  CHECK(m.at(Phase::Committed, Event::Committed) == Phase::Committed);
-}
-
-TEST_CASE("doc cycle: every phase is reachable from PreflightStarted") {
-  const auto v =
-      tt::reachable_from(tt::transition_matrix(doc_cycle::table()), Phase::PreflightStarted);
-  CHECK_MESSAGE(v.empty(), tt::joined(v));
-}
-
-TEST_CASE("doc cycle: no backward edge but a new cycle and the timeout rewind") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  const auto v = tt::no_backward_edges(m, doc_cycle::rank,
-                                       {Event::StartPreflight, Event::RecoverablePreflightTimeout});
-  CHECK_MESSAGE(v.empty(), tt::joined(v));
-}
-
-TEST_CASE("doc cycle: the timeout rewinds exactly the open phases past PreflightStarted") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  CHECK(tt::no_backward_edges(m, doc_cycle::rank, {Event::StartPreflight}) ==
-        std::vector<std::string>{
-            "ResponseCaptured --RecoverablePreflightTimeout--> PreflightStarted goes backward "
-            "(rank 1 to 0); only StartPreflight may rewind",
-            "WriteApplied --RecoverablePreflightTimeout--> PreflightStarted goes backward "
-            "(rank 2 to 0); only StartPreflight may rewind"});
-}
-
-TEST_CASE("doc cycle: Bookkeeping is a self-transition on every open phase") {
-  const auto m = tt::transition_matrix(doc_cycle::table());
-  for (const Phase p : doc_cycle::open_phases) {
-    CHECK(m.at(p, Event::Bookkeeping) == p);
-  }
-}
-
-TEST_CASE("doc cycle: its transition function is deterministic") {
-  CHECK(tt::deterministic(doc_cycle::table()).empty());
 }

@@ -5,6 +5,7 @@ find_package(nlohmann_json 3 REQUIRED CONFIG)
 
 add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/doc_cycle_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/phase_matrix_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp

@@ -29,6 +29,13 @@ target_link_libraries(trellis_durable_tests PRIVATE OpenSSL::Crypto)
 add_test(NAME trellis_durable_tests COMMAND trellis_durable_tests)
 set_tests_properties(trellis_durable_tests PROPERTIES LABELS "persist" TIMEOUT 300)
 
+# The document cycle example (examples/document_cycle.hpp) on its durable sidecar.
+trellis_add_test_executable(trellis_doc_cycle_durable_tests LAYERS persist
+  ${CMAKE_CURRENT_LIST_DIR}/doc_cycle_durable_test.cpp)
+target_include_directories(trellis_doc_cycle_durable_tests PRIVATE ${PROJECT_SOURCE_DIR}/examples)
+add_test(NAME trellis_doc_cycle_durable_tests COMMAND trellis_doc_cycle_durable_tests)
+set_tests_properties(trellis_doc_cycle_durable_tests PROPERTIES LABELS "persist" TIMEOUT 120)
+
 # Group commit is concurrency code: its cases also run in the ThreadSanitizer job.
 add_test(NAME trellis_durable_group_concurrency
          COMMAND trellis_durable_tests "--test-case=durable: group*")

@@ -70,7 +70,7 @@ std::vector<DiagramEdge> diagram_edges(const TransitionTable<S, E, P>& table) {
   for (const auto& row : table.rows()) {
     for (const P& p : row.from) listed_index(p);
     if (row.to) listed_index(*row.to);
-    if constexpr (Enumerated<E>) {
+    if constexpr (!event_types<E>::by_type) {  // an on<T>() row names a type, not a value
       if (row.event) listed_index(*row.event);
     }
   }
