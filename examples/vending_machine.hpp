@@ -3,9 +3,9 @@
 /// A vending machine with real data, declared as one typed transition table: the state is a
 /// struct (a phase plus credit, the chosen slot and counters), the events carry payloads, the
 /// guards check the payload against the state ("credit >= price") and the updates compute the
-/// new state. The table is the only authority: examples/vending_machine.cpp runs it, explores
-/// it and draws it; tests/machine/typed_table_test.cpp and tests/machine/vending_test.cpp test
-/// it.
+/// new state. The table is the only authority: examples/vending_machine.cpp runs it and draws
+/// it; tests/machine/typed_table_test.cpp, phase_test.cpp and vending_test.cpp test, explore and
+/// property-test it.
 #pragma once
 
 #include <trellis/base/enumeration.hpp>
