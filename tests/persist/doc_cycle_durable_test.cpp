@@ -88,3 +88,25 @@ TEST_CASE("durable doc cycle: a record rejected on a closed cycle writes nothing
   CHECK(cycle.epoch() == epoch);
   CHECK(cycle.state() == closed);
 }
+
+TEST_CASE(
+    "durable doc cycle: a table with an unfinished row is refused before the sidecar exists") {
+  persist_test::ScratchDir dir;
+  const auto path = dir / "cycle.json";
+  auto t = table();
+  (void)t.from(Phase::Committed).on<RecordPendingWrite>();
+  trellis::Context ctx;
+  CHECK_THROWS_AS((Machine{ctx, path, Cycle{}, t}), trellis::table_error);
+  CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("durable doc cycle: can() asks the table's rows and writes nothing") {
+  persist_test::ScratchDir dir;
+  const auto path = dir / "cycle.json";
+  trellis::Context ctx;
+  Machine cycle{ctx, path, Cycle{}, table()};
+  const std::uint64_t epoch = cycle.epoch();
+  CHECK(cycle.can(StartPreflight{"doc-1"}));
+  CHECK_FALSE(cycle.can(RecordPendingWrite{"w1"}));  // Cycle{} is a closed (Committed) cycle
+  CHECK(cycle.epoch() == epoch);
+}

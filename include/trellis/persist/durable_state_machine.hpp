@@ -100,7 +100,16 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
   template <class Ctx, class F>
   requires std::derived_from<Ctx, detail::BasicContext> DurableStateMachine(
       Ctx& ctx, std::filesystem::path path, S initial, F step, DurableOptions options = {}) {
-    auto adapted = this->adapt(std::move(step));
+    // A table is kept as it is (can() asks its rows); one with an unfinished row is refused
+    // before the sidecar is touched.
+    auto adapted = [&] {
+      if constexpr (detail::is_transition_table<F, S, E>) {
+        step.check_complete();
+        return std::move(step);
+      } else {
+        return this->adapt(std::move(step));
+      }
+    }();
     detail::Graph* g = graph_of(ctx);
     if (options.durability == Durability::group && !g->shared())
       throw invalid_option("trellis: Durability::group needs a ThreadSafeContext (machine '" +
