@@ -28,6 +28,9 @@
 /// - `cpu_per_wall`: the threads' CPU time (CLOCK_THREAD_CPUTIME_ID) over that wall time. About
 ///   N when the threads really ran at once; near 1 when they took turns, and then the figure
 ///   says nothing about contention. `overlapped` is 1 when cpu_per_wall >= 0.9 x N.
+/// - `waits_per_s` and `preempted_per_s`: the threads' voluntary context switches (a thread
+///   blocked: a contended lock that sleeps its waiters) and involuntary ones (the scheduler
+///   gave the CPU away: other processes) per wall second; they say why cpu_per_wall fell.
 /// - `oversubscribed` is 1 when N exceeds the CPUs this process may run on: such threads
 ///   cannot all run at once, and their figures are never compared with the baseline.
 /// - `lost`: accepted transitions that were not committed or not observed. Every send's result
@@ -51,6 +54,7 @@
 
 #include <benchmark/benchmark.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -105,10 +109,19 @@ struct SendRun {
   SendTally tally;
   double wall_seconds = 0;  // sum over rounds: first thread's start to last thread's stop
   double cpu_seconds = 0;   // sum over rounds and threads of the threads' CPU time
-  std::string error;        // what a send or the generator threw, if anything did
+  /// Context switches of the sending threads (getrusage RUSAGE_THREAD): voluntary ones are
+  /// waits (a thread blocked, e.g. on a contended lock), involuntary ones preemptions (the
+  /// scheduler gave its CPU to another thread or process).
+  std::uint64_t waits = 0;
+  std::uint64_t preemptions = 0;
+  std::string error;  // what a send or the generator threw, if anything did
 
   double sends_per_second() const { return wall_seconds > 0 ? double(sends) / wall_seconds : 0; }
   double cpu_per_wall() const { return wall_seconds > 0 ? cpu_seconds / wall_seconds : 0; }
+  double waits_per_second() const { return wall_seconds > 0 ? double(waits) / wall_seconds : 0; }
+  double preemptions_per_second() const {
+    return wall_seconds > 0 ? double(preemptions) / wall_seconds : 0;
+  }
   /// The largest disagreement between the Transitioned results and the observer calls or the
   /// recorded transitions (0 when nothing can be compared).
   std::uint64_t lost() const {
@@ -243,6 +256,8 @@ class ConcurrentSends {
     double wall_seconds = 0;
     double cpu_seconds = 0;
     std::uint64_t sends = 0;
+    std::uint64_t waits = 0;
+    std::uint64_t preemptions = 0;
   };
 
   /// Starts `threads` threads (>= 1), each with its own copy of `gen`; they wait for rounds.
@@ -280,6 +295,8 @@ class ConcurrentSends {
       first = std::min(first, s.start);
       last = std::max(last, s.end);
       r.cpu_seconds += s.cpu_seconds;
+      r.waits += s.waits;
+      r.preemptions += s.preemptions;
       for (std::uint64_t c : s.counts) r.sends += c;
       for (std::size_t v = 0; v < 3; ++v) totals_[v] += s.counts[v];
     }
@@ -287,6 +304,8 @@ class ConcurrentSends {
     ++rounds_;
     wall_ += r.wall_seconds;
     cpu_ += r.cpu_seconds;
+    waits_ += r.waits;
+    preemptions_ += r.preemptions;
     for (Slot& s : slots_) {
       if (s.error) {
         std::exception_ptr e = std::exchange(s.error, nullptr);
@@ -312,6 +331,8 @@ class ConcurrentSends {
     run.sends = run.rejected + run.unchanged + run.transitioned;
     run.wall_seconds = wall_;
     run.cpu_seconds = cpu_;
+    run.waits = waits_;
+    run.preemptions = preemptions_;
     run.tally = subject_.tally();
     run.error = error_;
     return run;
@@ -322,6 +343,8 @@ class ConcurrentSends {
     std::chrono::steady_clock::time_point start{};
     std::chrono::steady_clock::time_point end{};
     double cpu_seconds = 0;
+    std::uint64_t waits = 0;
+    std::uint64_t preemptions = 0;
     std::uint64_t counts[3] = {};  // by SendResult::Value, this round
     std::exception_ptr error;
   };
@@ -337,6 +360,13 @@ class ConcurrentSends {
          v = a.load(std::memory_order_acquire)) {
       a.wait(v, std::memory_order_acquire);
     }
+  }
+
+  /// This thread's voluntary and involuntary context switches so far.
+  static std::pair<std::uint64_t, std::uint64_t> switches() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return {static_cast<std::uint64_t>(u.ru_nvcsw), static_cast<std::uint64_t>(u.ru_nivcsw)};
   }
 
   static std::string describe(const std::exception_ptr& e) {
@@ -365,6 +395,7 @@ class ConcurrentSends {
 
       std::uint64_t counts[3] = {};
       std::exception_ptr error;
+      const auto switches0 = switches();
       me.start = std::chrono::steady_clock::now();
       const double cpu0 = thread_cpu();
       try {
@@ -378,6 +409,9 @@ class ConcurrentSends {
       }
       me.cpu_seconds = thread_cpu() - cpu0;
       me.end = std::chrono::steady_clock::now();
+      const auto switches1 = switches();
+      me.waits = switches1.first - switches0.first;
+      me.preemptions = switches1.second - switches0.second;
       std::copy(std::begin(counts), std::end(counts), std::begin(me.counts));
       me.error = std::move(error);
       if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) done_.notify_all();
@@ -406,6 +440,8 @@ class ConcurrentSends {
   std::uint64_t totals_[3] = {};
   double wall_ = 0;
   double cpu_ = 0;
+  std::uint64_t waits_ = 0;
+  std::uint64_t preemptions_ = 0;
   std::string error_;
 };
 
@@ -460,6 +496,8 @@ void run_send_benchmark(benchmark::State& st, Subject& subject, const Gen& gen, 
   }
   st.counters["sends_per_s"] = run.sends_per_second();
   st.counters["cpu_per_wall"] = run.cpu_per_wall();
+  st.counters["waits_per_s"] = run.waits_per_second();
+  st.counters["preempted_per_s"] = run.preemptions_per_second();
   st.counters["overlapped"] = run.overlapped() ? 1 : 0;
   st.counters["oversubscribed"] = run.oversubscribed() ? 1 : 0;
   st.counters["lost"] = static_cast<double>(run.lost());
@@ -601,6 +639,8 @@ inline std::string format_send_summary(const std::vector<SendRun>& runs) {
     std::size_t n = 0;
     double sends_per_s = 0;
     double cpu_per_wall = 0;
+    double waits_per_s = 0;
+    double preemptions_per_s = 0;
     bool failed = false;
   };
   const auto median_of = [&](const std::string& name, int threads, const char* subject) {
@@ -609,23 +649,30 @@ inline std::string format_send_summary(const std::vector<SendRun>& runs) {
     if (it == finals.end()) return m;
     std::vector<double> rate;
     std::vector<double> cpu;
+    std::vector<double> waits;
+    std::vector<double> preemptions;
     for (const SendRun* r : it->second) {
       rate.push_back(r->sends_per_second());
       cpu.push_back(r->cpu_per_wall());
+      waits.push_back(r->waits_per_second());
+      preemptions.push_back(r->preemptions_per_second());
       m.failed = m.failed || r->failed();
     }
     m.present = true;
     m.n = it->second.size();
     m.sends_per_s = detail::median(rate);
     m.cpu_per_wall = detail::median(cpu);
+    m.waits_per_s = detail::median(waits);
+    m.preemptions_per_s = detail::median(preemptions);
     return m;
   };
   const auto cell = [](const Median& m) {
     if (!m.present) return std::string("not run");
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s, cpu/wall %.2f (%zu run%s)%s",
-                  detail::figure(m.sends_per_s).c_str(), m.cpu_per_wall, m.n, m.n == 1 ? "" : "s",
-                  m.failed ? ", FAILED" : "");
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "%s, cpu/wall %.2f, waits %.0f/s, preempted %.0f/s (%zu run%s)%s",
+                  detail::figure(m.sends_per_s).c_str(), m.cpu_per_wall, m.waits_per_s,
+                  m.preemptions_per_s, m.n, m.n == 1 ? "" : "s", m.failed ? ", FAILED" : "");
     return std::string(buf);
   };
 
@@ -662,18 +709,14 @@ inline std::string format_send_summary(const std::vector<SendRun>& runs) {
                     machine.sends_per_s / mutex.sends_per_s);
       verdict = buf;
     }
-    std::snprintf(buf, sizeof buf, "%s threads:%d\n  machine %s\n  mutex   %s\n  %s\n",
-                  name.c_str(), threads, cell(machine).c_str(), cell(mutex).c_str(),
-                  verdict.c_str());
-    out += buf;
+    out += name + " threads:" + std::to_string(threads) + "\n  machine " + cell(machine) +
+           "\n  mutex   " + cell(mutex) + "\n  " + verdict + "\n";
   }
   std::size_t failures = 0;
   for (const SendRun& r : runs) {
     if (!r.failed()) continue;
     ++failures;
-    std::snprintf(buf, sizeof buf, "FAILED %s/%s/threads:%d: ", r.name.c_str(), r.subject.c_str(),
-                  r.threads);
-    out += buf;
+    out += "FAILED " + r.name + "/" + r.subject + "/threads:" + std::to_string(r.threads) + ": ";
     out += r.error.empty() ? "lost " + std::to_string(r.lost()) + " transitions" : r.error;
     out += '\n';
   }
