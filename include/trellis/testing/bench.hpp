@@ -43,8 +43,10 @@
 ///   (SkipWithError) and makes `report_send_benchmarks()` return non-zero.
 ///
 /// The baseline is what a user would write by hand: `step(state, e)` under one `std::mutex`,
-/// the new state assigned unless rejected or equal, and (when observed) the same counting
-/// observer called with (from, to).
+/// the new state assigned unless rejected or equal, and (when observed) a counter incremented
+/// per transition under that mutex. Benchmarks are named `<name>/baseline_mutex/threads:N` and
+/// `<name>/ThreadSafeStateMachine/threads:N` (Google Benchmark appends
+/// `/process_time/manual_time`: the CPU column is the whole process's CPU time per round).
 ///
 /// `report_send_benchmarks()` prints, per machine and thread count, the median figures of the
 /// final runs (the ones Google Benchmark reports; several with --benchmark_repetitions) and
