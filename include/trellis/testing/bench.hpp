@@ -702,9 +702,10 @@ inline std::string format_send_summary(const std::vector<SendRun>& runs) {
       verdict = "no ratio: a run failed";
     } else if (machine.cpu_per_wall < needed || mutex.cpu_per_wall < needed) {
       std::snprintf(buf, sizeof buf,
-                    "not overlapped (cpu/wall below 0.9 x %d = %.2f: the threads did not all "
-                    "run at once): no ratio",
-                    threads, needed);
+                    "not overlapped (cpu/wall below 0.9 x %d = %.2f: %s): no ratio", threads,
+                    needed,
+                    threads == 1 ? "the thread did not run all the time"
+                                 : "the threads did not all run at once");
       verdict = buf;
     } else {
       std::snprintf(buf, sizeof buf, "overlapped: x%.2f of mutex",
