@@ -8,8 +8,21 @@
 # A header that adapts a higher layer (the Boost.Signals2 edge of persist, say) names the
 # extra layers it needs with
 #   set_property(GLOBAL PROPERTY TRELLIS_HEADER_LAYERS_<path under include/> <layer>...)
+#
+# A header a layer names as a file (not a folder) is checked against that layer only, even when
+# it lies in another layer's folder (trellis/testing/bench.hpp is bench_kit's, in testing's
+# folder; trellis/testing/transition_matrix.hpp is machine's).
 add_custom_target(trellis_header_checks ALL)
 get_property(_trellis_layers GLOBAL PROPERTY TRELLIS_LAYERS)
+set(_trellis_owned_files "")
+foreach(_layer IN LISTS _trellis_layers)
+  get_property(_owned GLOBAL PROPERTY TRELLIS_LAYER_${_layer}_HEADERS)
+  foreach(_rel IN LISTS _owned)
+    if(NOT IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/${_rel}")
+      list(APPEND _trellis_owned_files "${_rel}")
+    endif()
+  endforeach()
+endforeach()
 list(APPEND _trellis_layers trellis)
 foreach(_layer IN LISTS _trellis_layers)
   if(_layer STREQUAL "trellis")
@@ -25,6 +38,9 @@ foreach(_layer IN LISTS _trellis_layers)
     if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/${_rel}")
       file(GLOB_RECURSE _headers RELATIVE "${PROJECT_SOURCE_DIR}/include"
            CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/${_rel}/*.hpp")
+      if(_trellis_owned_files)
+        list(REMOVE_ITEM _headers ${_trellis_owned_files})
+      endif()
     else()
       set(_headers ${_rel})
     endif()

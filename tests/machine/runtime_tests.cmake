@@ -23,3 +23,12 @@ if(TRELLIS_SANITIZE STREQUAL "thread")
     ENVIRONMENT
       "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
 endif()
+
+# The concurrent-send benchmark kit's bookkeeping (trellis::bench_kit, when Google Benchmark
+# was found): its own executable, so that the other machine suites do not link benchmark.
+if(TARGET trellis_bench_kit)
+  trellis_add_test_executable(trellis_bench_kit_tests LAYERS bench_kit
+    ${CMAKE_CURRENT_LIST_DIR}/bench_kit_test.cpp)
+  add_test(NAME trellis_bench_kit_tests COMMAND trellis_bench_kit_tests)
+  set_tests_properties(trellis_bench_kit_tests PROPERTIES LABELS "concurrency" TIMEOUT 300)
+endif()
