@@ -8,8 +8,20 @@
 # A header that adapts a higher layer (the Boost.Signals2 edge of persist, say) names the
 # extra layers it needs with
 #   set_property(GLOBAL PROPERTY TRELLIS_HEADER_LAYERS_<path under include/> <layer>...)
+#
+# A header inside another layer's folder that a layer owns by name (trellis/testing/rapidcheck.hpp
+# in trellis/testing/) is checked against the layer that names it only.
 add_custom_target(trellis_header_checks ALL)
 get_property(_trellis_layers GLOBAL PROPERTY TRELLIS_LAYERS)
+set(_named_headers "")
+foreach(_layer IN LISTS _trellis_layers)
+  get_property(_owned GLOBAL PROPERTY TRELLIS_LAYER_${_layer}_HEADERS)
+  foreach(_rel IN LISTS _owned)
+    if(NOT IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/${_rel}")
+      list(APPEND _named_headers ${_rel})
+    endif()
+  endforeach()
+endforeach()
 list(APPEND _trellis_layers trellis)
 foreach(_layer IN LISTS _trellis_layers)
   if(_layer STREQUAL "trellis")
@@ -25,6 +37,9 @@ foreach(_layer IN LISTS _trellis_layers)
     if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/${_rel}")
       file(GLOB_RECURSE _headers RELATIVE "${PROJECT_SOURCE_DIR}/include"
            CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/${_rel}/*.hpp")
+      if(_named_headers)
+        list(REMOVE_ITEM _headers ${_named_headers})
+      endif()
     else()
       set(_headers ${_rel})
     endif()

@@ -33,3 +33,10 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "control|"
   "transitions_with_adapter|"
   "machine_headers_std_only|")
+
+# Property tests with RapidCheck (issue 12 §3): the doctest adapter trellis::rapidcheck, and
+# generated event sequences run against machines and hand-written models.
+trellis_add_test_executable(trellis_property_tests LAYERS machine rapidcheck
+  ${CMAKE_CURRENT_LIST_DIR}/property_test.cpp)
+add_test(NAME trellis_property_tests COMMAND trellis_property_tests)
+set_tests_properties(trellis_property_tests PROPERTIES LABELS "machine" TIMEOUT 120)
