@@ -40,3 +40,11 @@ trellis_add_test_executable(trellis_property_tests LAYERS machine rapidcheck
   ${CMAKE_CURRENT_LIST_DIR}/property_test.cpp)
 add_test(NAME trellis_property_tests COMMAND trellis_property_tests)
 set_tests_properties(trellis_property_tests PROPERTIES LABELS "machine" TIMEOUT 120)
+# The README's property test example is an exact excerpt of property_test.cpp.
+add_test(NAME trellis_property_tests.readme_excerpt
+  COMMAND ${CMAKE_COMMAND}
+    -DREADME=${PROJECT_SOURCE_DIR}/README.md
+    -DSOURCE=${CMAKE_CURRENT_LIST_DIR}/property_test.cpp
+    "-DHEADING=### Property tests with RapidCheck"
+    -P ${PROJECT_SOURCE_DIR}/cmake/CheckReadmeExcerpt.cmake)
+set_tests_properties(trellis_property_tests.readme_excerpt PROPERTIES LABELS "machine" TIMEOUT 60)
