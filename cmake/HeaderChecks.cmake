@@ -11,7 +11,8 @@
 #
 # A header a layer names as a file (not a folder) is checked against that layer only, even when
 # it lies in another layer's folder (trellis/testing/bench.hpp is bench_kit's, in testing's
-# folder; trellis/testing/transition_matrix.hpp is machine's).
+# folder, and so is trellis/testing/rapidcheck.hpp, rapidcheck's;
+# trellis/testing/transition_matrix.hpp is machine's).
 add_custom_target(trellis_header_checks ALL)
 get_property(_trellis_layers GLOBAL PROPERTY TRELLIS_LAYERS)
 set(_trellis_owned_files "")

@@ -9,6 +9,7 @@ packages=(
   libtbb-dev                # oneTBB: AsyncContext's executor
   nlohmann-json3-dev        # JSON: persistence (later layers)
   doctest-dev               # tests
+  librapidcheck-dev         # property tests: RapidCheck, the trellis::rapidcheck adapter
   libbenchmark-dev          # benchmarks
   libsqlite3-dev            # SQLite store (later layers)
   libssl-dev                # libcrypto hashing (later layers)

@@ -64,3 +64,18 @@ foreach(spec IN ITEMS
   set_tests_properties(trellis_machine_readme_excerpt.${name} PROPERTIES LABELS "machine"
                                                                          TIMEOUT 60)
 endforeach()
+
+# Property tests with RapidCheck (issue 12 §3): the doctest adapter trellis::rapidcheck, and
+# generated event sequences run against machines and hand-written models.
+trellis_add_test_executable(trellis_property_tests LAYERS machine rapidcheck
+  ${CMAKE_CURRENT_LIST_DIR}/property_test.cpp)
+add_test(NAME trellis_property_tests COMMAND trellis_property_tests)
+set_tests_properties(trellis_property_tests PROPERTIES LABELS "machine" TIMEOUT 120)
+# The README's property test example is an exact excerpt of property_test.cpp.
+add_test(NAME trellis_property_tests.readme_excerpt
+  COMMAND ${CMAKE_COMMAND}
+    -DREADME=${PROJECT_SOURCE_DIR}/README.md
+    -DSOURCE=${CMAKE_CURRENT_LIST_DIR}/property_test.cpp
+    "-DHEADING=### Property tests with RapidCheck"
+    -P ${PROJECT_SOURCE_DIR}/cmake/CheckReadmeExcerpt.cmake)
+set_tests_properties(trellis_property_tests.readme_excerpt PROPERTIES LABELS "machine" TIMEOUT 60)
