@@ -68,7 +68,9 @@ endforeach()
 # Property tests with RapidCheck (issue 12 §3): the doctest adapter trellis::rapidcheck, and
 # generated event sequences run against machines and hand-written models.
 trellis_add_test_executable(trellis_property_tests LAYERS machine rapidcheck
-  ${CMAKE_CURRENT_LIST_DIR}/property_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/property_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/vending_property_test.cpp)
+target_include_directories(trellis_property_tests PRIVATE ${PROJECT_SOURCE_DIR}/examples)
 add_test(NAME trellis_property_tests COMMAND trellis_property_tests)
 set_tests_properties(trellis_property_tests PROPERTIES LABELS "machine" TIMEOUT 120)
 # The README's property test example is an exact excerpt of property_test.cpp.
