@@ -603,12 +603,13 @@ class TransitionTable {
     if constexpr (std::is_same_v<S, P>) {
       if (!row->update) return row->to ? *row->to : s;
     }
-    S next = s;
-    if (row->update) row->update(next, e);
+    // Built in the returned optional itself (no copy of the new state on the way out).
+    std::optional<S> next(std::in_place, s);
+    if (row->update) row->update(*next, e);
     const P& from = phase_value(s);
-    const bool ok = row->to ? phase_value(next) == *row->to : phase_value(next) == from;
+    const bool ok = row->to ? phase_value(*next) == *row->to : phase_value(*next) == from;
     if (!ok) [[unlikely]]
-      throw_wrong_phase(*row, from, phase_value(next));
+      throw_wrong_phase(*row, from, phase_value(*next));
     return next;
   }
 
