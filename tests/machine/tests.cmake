@@ -6,6 +6,7 @@ find_package(nlohmann_json 3 REQUIRED CONFIG)
 add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explore_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp)
 target_link_libraries(trellis_machine_tests PRIVATE trellis::machine trellis::testing trellis::json
@@ -28,6 +29,7 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
   "row_discarded|a row is added by its .to(phase) or .stay() only"
+  "explore_without_hash|give the options a hash"
   "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"
   "enum_json_without_adapter|#include <trellis/json/enumeration.hpp>|40"
   "control|"
