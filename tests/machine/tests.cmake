@@ -29,7 +29,7 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "matrix_not_enumerated|declare TRELLIS_ENUM"
   "guard_not_predicate|a guard must be callable"
   "row_discarded|a row is added by its .to(phase) or .stay() only"
-  "explore_without_hash|give the options a hash"
+  "explore_without_hash|give the options a hash|20"
   "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"
   "enum_json_without_adapter|#include <trellis/json/enumeration.hpp>|40"
   "control|"

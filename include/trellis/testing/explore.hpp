@@ -101,6 +101,14 @@ concept streamable = requires(std::ostream& os, const T& v) {
   os << v;
 };
 
+// Whether events can be compared with ==: a variant's operator== is declared for any
+// alternatives, so ask each alternative.
+template <class E>
+struct comparable_events : std::bool_constant<std::equality_comparable<E>> {};
+template <class... Ts>
+struct comparable_events<std::variant<Ts...>>
+    : std::bool_constant<(std::equality_comparable<Ts> && ...)> {};
+
 template <class F>
 struct is_table : std::false_type {};
 template <class S, class E, class P>
@@ -762,8 +770,23 @@ class Explorer {
   std::string state_text(const S& s) const {
     return opts_.describe_state ? opts_.describe_state(s) : default_state_text(s);
   }
+  // The options' text, or the default one; a fixed sample whose default text another fixed
+  // sample shares (Coin{5} and Coin{25} both read "Coin") also gets its place in the samples.
   std::string event_text(const E& e) const {
-    return opts_.describe_event ? opts_.describe_event(e) : default_event_text(e);
+    if (opts_.describe_event) return opts_.describe_event(e);
+    std::string text = default_event_text(e);
+    if constexpr (comparable_events<E>::value) {
+      const std::vector<E>& fixed = samples_.fixed_events();
+      std::size_t same = 0;
+      std::size_t at = fixed.size();
+      for (std::size_t k = 0; k < fixed.size(); ++k) {
+        if (default_event_text(fixed[k]) != text) continue;
+        ++same;
+        if (at == fixed.size() && fixed[k] == e) at = k;
+      }
+      if (same > 1 && at < fixed.size()) text += " (sample " + std::to_string(at + 1) + ")";
+    }
+    return text;
   }
 
   std::string path_text(const Path<S, E>& path) const {
@@ -865,8 +888,8 @@ class Explorer {
       }
       if (r.no_terminal == 0) {
         out += r.complete() ? "; every state can reach one\n"
-                            : "; no explored state is certain to be unable to reach one "
-                              "(partial exploration)\n";
+                            : "; no state found without a way to one (partial exploration: "
+                              "only states whose successors were all explored are judged)\n";
       } else {
         out += "; " + plural(r.no_terminal, "state") + " cannot reach one" +
                (r.complete() ? "" : " (at least: partial exploration)") + "; nearest:\n";
