@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -450,4 +451,30 @@ TEST_CASE("explore: the vending machine explored as the header shows") {
   CHECK_MESSAGE(report.ok(), report.summary());  // prints the shortest failing sequence
   CHECK(report.rows_never_fired().empty());
   CHECK(report.states == 20'000);
+}
+
+TEST_CASE("explore: the summary tells apart samples of one event type that print alike") {
+  using namespace vending;
+  tt::ExploreOptions<Machine, Event, VendingHash> options;
+  options.invariant("credit below 30", [](const Machine& m) { return m.credit < 30; });
+  const auto report = tt::explore(table(), Machine{}, {Coin{5}, Coin{25}}, options);
+  REQUIRE(report.failures.size() == 1);
+  CHECK(report.failures[0].path.events == std::vector<Event>{Coin{5}, Coin{25}});
+  CHECK(report.summary().find("--Coin (sample 1)--> state in Paying\n      --Coin (sample 2)--> "
+                              "state in Paying") != std::string::npos);
+}
+
+TEST_CASE("explore: refuses a table with a row left unfinished") {
+  auto t = trap::table();
+  { auto unfinished = t.from(trap::Phase::Trap).on(trap::Ev::Finish); }
+  CHECK_THROWS_AS(tt::explore(t, trap::Phase::Start, {trap::Ev::Finish}), trellis::table_error);
+}
+
+TEST_CASE("explore: a generator that answers differently for the same state is refused") {
+  auto calls = std::make_shared<int>(0);
+  tt::Samples<int, int> samples;
+  samples.generate([calls](const int&) { return std::vector<int>(++*calls == 1 ? 1 : 0, 1); });
+  tt::ExploreOptions<int, int> options;
+  options.invariant("stays at 0", [](const int& n) { return n == 0; });
+  CHECK_THROWS_AS(tt::explore(count_up, 0, samples, options), trellis::invalid_option);
 }
