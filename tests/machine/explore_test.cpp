@@ -317,17 +317,17 @@ TEST_CASE("explore: reports states and phases reached, and phases never reached"
 TEST_CASE("explore: a generator gives events whose payload depends on the state") {
   using namespace vending;
   // Select the dearest slot the credit pays for: "credit >= price" then never fails.
-  tt::Samples<Machine, Event> samples{Coin{25}, Coin{100}, Dispensed{}};
-  samples.generate([](const Machine& m) {
-    std::vector<Select> out;
-    for (int slot = slots - 1; slot >= 0; --slot) {
-      if (m.credit >= price(slot)) {
-        out.push_back(Select{slot});
-        break;
-      }
-    }
-    return out;
-  });
+  const auto samples =
+      tt::Samples<Machine, Event>{Coin{25}, Coin{100}, Dispensed{}}.generate([](const Machine& m) {
+        std::vector<Select> out;
+        for (int slot = slots - 1; slot >= 0; --slot) {
+          if (m.credit >= price(slot)) {
+            out.push_back(Select{slot});
+            break;
+          }
+        }
+        return out;
+      });
   const auto report =
       tt::explore(table(), Machine{}, samples,
                   tt::ExploreOptions<Machine, Event, VendingHash>{.max_states = 3000});

@@ -19,9 +19,10 @@
 /// tt::ExploreOptions<Machine, Event, MachineHash> options{.max_states = 20'000};
 /// options.invariant("credit within 0..500",
 ///                   [](const Machine& m) { return m.credit >= 0 && m.credit <= max_credit; });
-/// options.invariant("sales never go back", [](const Machine& from, const Event&,
-///                                             const Machine& to) { return to.sold >= from.sold;
-///                                             });
+/// options.invariant("sales never go back",
+///                   [](const Machine& from, const Event&, const Machine& to) {
+///                     return to.sold >= from.sold;
+///                   });
 /// const auto report = tt::explore(table(), Machine{},
 ///                                 {Coin{25}, Coin{100}, Select{0}, Select{3}, Cancel{},
 ///                                  Dispensed{}, Fault{"jam"}},
@@ -29,6 +30,9 @@
 /// CHECK_MESSAGE(report.ok(), report.summary());  // prints the shortest failing sequence
 /// CHECK(report.rows_never_fired().empty());
 /// ```
+///
+/// (tests/machine/explore_test.cpp runs this example: "explore: the vending machine explored as
+/// the header shows".)
 ///
 /// - **Samples.** A list of events tried in every state, in the order given (Coin{5} and
 ///   Coin{25} are two samples of one event type), and/or generators: a callable
@@ -175,7 +179,7 @@ class Samples {
     sources_.push_back(Source{std::move(event), {}});
     return *this;
   }
-  Samples&& add(E event) && { return std::move(add(std::move(event))); }
+  Samples add(E event) && { return std::move(add(std::move(event))); }
 
   /// Adds a generator after the samples already given: `gen(const S&)` returns the events to
   /// try in that state (a range of values convertible to E), or `gen(const S&,
@@ -206,7 +210,7 @@ class Samples {
     return *this;
   }
   template <class Gen>
-  Samples&& generate(Gen gen) && {
+  Samples generate(Gen gen) && {
     return std::move(generate(std::move(gen)));
   }
 
@@ -256,7 +260,8 @@ struct ExploreOptions {
   /// How the summary prints a state; empty: its enumeration name, `operator<<`, or its phase.
   std::function<std::string(const S&)> describe_state{};
   /// How the summary prints an event; empty: its enumeration name, `operator<<` (of the
-  /// variant's alternative), or its type's name.
+  /// variant's alternative), or its type's name, followed by its place in the samples when
+  /// several fixed samples would print alike ("Coin (sample 2)").
   std::function<std::string(const E&)> describe_event{};
   /// Distinct failures kept with their sequence (more are only counted).
   std::size_t max_failures = 16;
