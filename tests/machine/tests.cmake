@@ -8,6 +8,7 @@ add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/doc_cycle_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enumeration_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/phase_matrix_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explore_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/typed_table_test.cpp)
@@ -35,6 +36,7 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "row_dropped_typed|a row is added by its .to(phase) or .stay() only"
   "row_without_event|this row has no event|30"
   "on_type_not_alternative|not one of the event variant's alternatives|30"
+  "explore_without_hash|give the options a hash|20"
   "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"
   "enum_json_without_adapter|#include <trellis/json/enumeration.hpp>|40"
   "control|"
