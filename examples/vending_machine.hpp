@@ -125,6 +125,7 @@ inline trellis::TransitionTable<Machine, Event, Phase> table() {
               [](Machine& m, const Fault& f) {
                 ++m.faults;
                 m.last_fault = f.why;
+                m.slot = -1;  // a vend under way is abandoned
                 m.phase = Phase::OutOfOrder;
               })
       .to(Phase::OutOfOrder);

@@ -11,7 +11,8 @@ add_executable(trellis_machine_tests
   ${CMAKE_CURRENT_LIST_DIR}/explore_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/testing_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transition_table_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/typed_table_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/typed_table_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/vending_test.cpp)
 target_link_libraries(trellis_machine_tests PRIVATE trellis::machine trellis::testing trellis::json
                                                     trellis_doctest_main)
 target_include_directories(trellis_machine_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../support
@@ -49,6 +50,7 @@ foreach(spec IN ITEMS
     "enumeration|enumeration_test.cpp|## Enumerations: `TRELLIS_ENUM`|cpp"
     "phase_matrix|phase_matrix_test.cpp|### Matrix and golden files|cpp"
     "properties|testing_test.cpp|### Property checks|cpp"
+    "exploration|vending_test.cpp|### Exploration|cpp"
     "diagram|diagram_test.cpp|## Diagrams|cpp"
     "diagram_mermaid|golden/vending.mmd|## Diagrams|mermaid")
   string(REPLACE "|" ";" spec "${spec}")

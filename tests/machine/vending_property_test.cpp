@@ -73,6 +73,8 @@ class Model {
       ++sold_;
     } else {
       broken_ = true;
+      vending_ = false;
+      slot_ = -1;
       ++faults_;
       last_fault_ = std::get<Fault>(e).why;
     }
