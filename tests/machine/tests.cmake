@@ -36,6 +36,7 @@ trellis_add_compile_fail_tests(trellis_machine_compile_fail ${CMAKE_CURRENT_LIST
   "row_discarded|a row is added by its .to(phase) or .stay() only"
   "row_dropped_typed|a row is added by its .to(phase) or .stay() only"
   "row_without_event|this row has no event|30"
+  "row_two_updates|a row has one update|30"
   "on_type_not_alternative|not one of the event variant's alternatives|30"
   "explore_without_hash|give the options a hash|20"
   "transitions_without_adapter|#include <trellis/signals2/transitions.hpp>|30"

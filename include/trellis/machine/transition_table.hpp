@@ -74,6 +74,46 @@ namespace detail {
 template <class...>
 inline constexpr bool row_misuse = false;
 
+// A row's guard and update with their own types, until the row ends (see OnClause).
+struct no_guard {};
+struct no_update {};
+
+template <class Pred>
+struct guard_fn {
+  Pred pred;
+  template <class S, class Ev>
+  bool operator()(const S& s, const Ev& e) const {
+    if constexpr (std::predicate<const Pred&, const S&, const Ev&>) {
+      return static_cast<bool>(pred(s, e));
+    } else {
+      return static_cast<bool>(pred(s));
+    }
+  }
+};
+
+template <class A, class B>
+struct both_guards {
+  A a;
+  B b;
+  template <class S, class Ev>
+  bool operator()(const S& s, const Ev& e) const {
+    return a(s, e) && b(s, e);
+  }
+};
+
+template <class Fn, bool Pure>
+struct update_fn {
+  Fn fn;
+  template <class S, class Ev>
+  void operator()(S& s, const Ev& e) const {
+    if constexpr (Pure) {
+      s = fn(std::move(s), e);
+    } else {
+      fn(s, e);
+    }
+  }
+};
+
 // Names a phase or an event value in messages: its enumeration name, or "a value" for a type
 // that has none.
 template <class T>
@@ -123,6 +163,9 @@ class TransitionTable {
   using guard_type = std::function<bool(const S&, const E&)>;
   /// An update turns a copy of the current state into the new state.
   using update_type = std::function<void(S&, const E&)>;
+  /// A row's guard and update as one call: false when the guard does not hold; otherwise true,
+  /// with the updated copy of the state in `next` (left empty when the row has no update).
+  using decide_type = std::function<bool(const S&, const E&, std::optional<S>& next)>;
 
   /// One declared row, as diagrams, matrices and exploration read it.
   struct Row {
@@ -134,6 +177,7 @@ class TransitionTable {
     guard_type guard;         ///< Empty when the row has no guard.
     std::string guard_name;   ///< The guard's label in diagrams ("guard" when unnamed).
     update_type update;       ///< Empty when the row has no update.
+    decide_type decide;       ///< Guard and update fused; empty when the row has neither.
     std::string update_name;  ///< The update's label in diagrams (empty: not drawn).
     std::size_t number = 0;   ///< 1 for the first row declared, and so on.
 
@@ -186,10 +230,13 @@ class TransitionTable {
     std::size_t kind = 0;
     std::optional<E> event;
     std::string event_name;
+    bool has_guard = false;
+    bool has_update = false;
     guard_type guard;
     std::string guard_name;
     update_type update;
     std::string update_name;
+    decide_type decide;
   };
 
   // Clauses on a named table report, when they are dropped unfinished, the row they held.
@@ -223,7 +270,7 @@ class TransitionTable {
   };
 
  public:
-  template <class Owner, class Ev>
+  template <class Owner, class Ev, class G = detail::no_guard, class U = detail::no_update>
   class OnClause;
 
   /// The first step of a row: the phases it leaves; `.on<T>()` or `.on(value)` comes next.
@@ -288,15 +335,17 @@ class TransitionTable {
 
    private:
     friend class TransitionTable;
-    template <class, class>
+    template <class, class, class, class>
     friend class OnClause;
     FromClause(Owner table, Draft draft) : Base(std::forward<Owner>(table), std::move(draft)) {}
   };
 
   /// The second step of a row: optional guards and update, then `.to(phase)` or `.stay()`,
   /// which ends the row and returns the table. `Ev` is what guards and updates see: the
-  /// alternative type of an `on<T>()` row, `E` otherwise.
-  template <class Owner, class Ev>
+  /// alternative type of an `on<T>()` row, `E` otherwise. `G` and `U` are the guard and update
+  /// given so far, kept with their own types until the row ends, so that a send runs a row's
+  /// guard, copy and update as one inlined function.
+  template <class Owner, class Ev, class G, class U>
   class OnClause : ClauseBase<Owner> {
     using Base = ClauseBase<Owner>;
 
@@ -304,80 +353,105 @@ class TransitionTable {
     /// Takes the row only when `pred(state, event)` (or `pred(state)`) is true; shown as
     /// `[guard]` in diagrams. A second `when` must hold as well.
     template <class Pred>
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
-    when(Pred pred) && {
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] auto when(
+        Pred pred) && {
       return std::move(*this).when("guard", std::move(pred));
     }
 
     /// As `when(pred)`, labelled `[name]` in diagrams, matrices and exploration reports.
     template <class Pred>
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
-    when(std::string name, Pred pred) && {
-      guard_type next;
-      if constexpr (std::predicate<const Pred&, const S&, const Ev&>) {
-        next = [p = std::move(pred)](const S& s, const E& e) {
-          return static_cast<bool>(p(s, alternative(e)));
-        };
-      } else if constexpr (std::predicate<const Pred&, const S&>) {
-        next = [p = std::move(pred)](const S& s, const E&) { return static_cast<bool>(p(s)); };
-      } else {
-        static_assert(sizeof(Pred) == 0,
-                      "TransitionTable: a guard must be callable as bool(const S&, const Ev&) "
-                      "(Ev: the row's event type) or bool(const S&)");
-      }
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] auto when(
+        std::string name, Pred pred) && {
+      static_assert(
+          std::predicate<const Pred&, const S&, const Ev&> || std::predicate<const Pred&, const S&>,
+          "TransitionTable: a guard must be callable as bool(const S&, const Ev&) "
+          "(Ev: the row's event type) or bool(const S&)");
       Draft& d = this->draft_;
-      if (d.guard) {
-        d.guard = [a = std::move(d.guard), b = std::move(next)](const S& s, const E& e) {
-          return a(s, e) && b(s, e);
-        };
-        d.guard_name += " && " + name;
+      d.guard_name = d.has_guard ? d.guard_name + " && " + name : std::move(name);
+      d.has_guard = true;
+      detail::guard_fn<Pred> next{std::move(pred)};
+      if constexpr (std::is_same_v<G, detail::no_guard>) {
+        return OnClause<Owner, Ev, detail::guard_fn<Pred>, U>(std::move(*this), std::move(next),
+                                                              std::move(u_));
       } else {
-        d.guard = std::move(next);
-        d.guard_name = std::move(name);
+        using Both = detail::both_guards<G, detail::guard_fn<Pred>>;
+        return OnClause<Owner, Ev, Both, U>(std::move(*this), Both{std::move(g_), std::move(next)},
+                                            std::move(u_));
       }
-      return std::move(*this);
     }
 
     /// Computes the new state: `fn(S, const Ev&) -> S` or `fn(S&, const Ev&)` on a copy of the
     /// current state. One update per row.
     template <class Fn>
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
-    update(Fn fn) && {
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] auto update(
+        Fn fn) && {
       return std::move(*this).update(std::string(), std::move(fn));
     }
 
     /// As `update(fn)`, labelled `/ name` in diagrams and matrices.
     template <class Fn>
-    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause
-    update(std::string name, Fn fn) && {
-      Draft& d = this->draft_;
-      if (d.update) {
-        throw table_error("TransitionTable: a row (from " + from_text(d) + " on " + d.event_name +
-                          ") has two updates; compose them into one");
-      }
-      if constexpr (returns_state<Fn>()) {
-        d.update = [f = std::move(fn)](S& s, const E& e) { s = f(std::move(s), alternative(e)); };
-      } else if constexpr (std::is_invocable_v<const Fn&, S&, const Ev&>) {
-        d.update = [f = std::move(fn)](S& s, const E& e) { f(s, alternative(e)); };
-      } else {
-        static_assert(sizeof(Fn) == 0,
-                      "TransitionTable: an update must be callable as S(S, const Ev&) or "
-                      "void(S&, const Ev&) (Ev: the row's event type)");
-      }
-      d.update_name = std::move(name);
-      return std::move(*this);
+    [[nodiscard("TransitionTable: a row is added by its .to(phase) or .stay() only")]] auto update(
+        std::string name, Fn fn) && {
+      static_assert(std::is_same_v<U, detail::no_update>,
+                    "TransitionTable: a row has one update; compose the two into one function");
+      static_assert(returns_state<Fn>() || std::is_invocable_v<const Fn&, S&, const Ev&>,
+                    "TransitionTable: an update must be callable as S(S, const Ev&) or "
+                    "void(S&, const Ev&) (Ev: the row's event type)");
+      this->draft_.update_name = std::move(name);
+      this->draft_.has_update = true;
+      return OnClause<Owner, Ev, G, detail::update_fn<Fn, returns_state<Fn>()>>(
+          std::move(*this), std::move(g_),
+          detail::update_fn<Fn, returns_state<Fn>()>{std::move(fn)});
     }
 
     /// Ends the row: it leads to phase `target`.
-    Owner to(P target) && { return this->finish(std::optional<P>(std::move(target))); }
+    Owner to(P target) && {
+      seal();
+      return this->finish(std::optional<P>(std::move(target)));
+    }
 
     /// Ends the row: it accepts the event and keeps the phase (the update, if any, may change
     /// the rest of the state; without one, a machine reports the send as Unchanged).
-    Owner stay() && { return this->finish(std::nullopt); }
+    Owner stay() && {
+      seal();
+      return this->finish(std::nullopt);
+    }
 
    private:
     friend class FromClause<Owner>;
+    template <class, class, class, class>
+    friend class OnClause;
+
     explicit OnClause(FromClause<Owner>&& from) : Base(std::move(from)) {}
+    template <class Other>
+    OnClause(Other&& from, G g, U u)
+        : Base(static_cast<Base&&>(from)), g_(std::move(g)), u_(std::move(u)) {}
+
+    // Type-erases the guard, the update and the two fused into the row's decision.
+    void seal() {
+      Draft& d = this->draft_;
+      constexpr bool guarded = !std::is_same_v<G, detail::no_guard>;
+      constexpr bool updated = !std::is_same_v<U, detail::no_update>;
+      if constexpr (guarded) {
+        d.guard = [g = g_](const S& s, const E& e) { return g(s, alternative(e)); };
+      }
+      if constexpr (updated) {
+        d.update = [u = u_](S& s, const E& e) { u(s, alternative(e)); };
+      }
+      if constexpr (guarded || updated) {
+        d.decide = [g = g_, u = u_](const S& s, const E& e, std::optional<S>& next) {
+          const Ev& ev = alternative(e);
+          if constexpr (guarded) {
+            if (!g(s, ev)) return false;
+          }
+          if constexpr (updated) {
+            next.emplace(s);
+            u(*next, ev);
+          }
+          return true;
+        };
+      }
+    }
 
     // Whether `Fn` is the pure form S(S, const Ev&) (as opposed to void(S&, const Ev&)).
     template <class Fn>
@@ -396,6 +470,9 @@ class TransitionTable {
         return *std::get_if<Ev>(&e);  // the row's kind was matched before its guard or update
       }
     }
+
+    [[no_unique_address]] G g_{};
+    [[no_unique_address]] U u_{};
   };
 
   TransitionTable() = default;
@@ -546,6 +623,7 @@ class TransitionTable {
     row.guard_name = std::move(d.guard_name);
     row.update = std::move(d.update);
     row.update_name = std::move(d.update_name);
+    row.decide = std::move(d.decide);
     row.number = rows_.size() + 1;
     if constexpr (indexed) {
       if (cells_.empty()) cells_.resize(enumeration<P>::size * kinds);
@@ -596,21 +674,69 @@ class TransitionTable {
     return nullptr;
   }
 
+  // The traced run: the row found first (guards asked one by one), then its update.
   template <bool Traced>
   std::optional<S> run(const S& s, const E& e, RowTrace* trace) const {
-    const Row* row = find<Traced>(s, e, trace);
-    if (row == nullptr) return std::nullopt;
-    if constexpr (std::is_same_v<S, P>) {
-      if (!row->update) return row->to ? *row->to : s;
+    if constexpr (!Traced) {
+      return decide(s, e);
+    } else {
+      const Row* row = find<Traced>(s, e, trace);
+      if (row == nullptr) return std::nullopt;
+      if constexpr (std::is_same_v<S, P>) {
+        if (!row->update) return row->to ? *row->to : s;
+      }
+      std::optional<S> next(std::in_place, s);
+      if (row->update) row->update(*next, e);
+      checked_phase(*row, s, *next);
+      return next;
     }
-    // Built in the returned optional itself (no copy of the new state on the way out).
-    std::optional<S> next(std::in_place, s);
-    if (row->update) row->update(*next, e);
-    const P& from = phase_value(s);
-    const bool ok = row->to ? phase_value(*next) == *row->to : phase_value(*next) == from;
-    if (!ok) [[unlikely]]
-      throw_wrong_phase(*row, from, phase_value(*next));
+  }
+
+  // The send: each candidate row's guard, copy and update run as one call.
+  std::optional<S> decide(const S& s, const E& e) const {
+    check_complete();
+    const auto& p = phase_value(s);
+    std::optional<S> next;
+    const auto take = [&](const Row& row) {
+      if (row.decide && !row.decide(s, e, next)) return false;
+      if (!next) {
+        if constexpr (std::is_same_v<S, P>) {
+          next.emplace(row.to ? *row.to : s);
+          return true;
+        } else {
+          next.emplace(s);
+        }
+      }
+      checked_phase(row, s, *next);
+      return true;
+    };
+    if constexpr (indexed) {
+      const std::size_t pi = detail::fast_index(p);
+      if (pi >= enumeration<P>::size) detail::throw_unlisted(p);
+      const std::size_t k = Types::index(e);
+      if (k >= kinds || cells_.empty()) return next;  // an enum event its enumeration omits
+      for (const std::uint32_t id : cells_[pi * kinds + k]) {
+        if (take(rows_[id])) return next;
+      }
+    } else {
+      for (const Row& row : rows_) {
+        if (row.handles(e) && row.covers(p) && take(row)) return next;
+      }
+    }
     return next;
+  }
+
+  static void checked_phase(const Row& row, const S& from_state, const S& next) {
+    if constexpr (!std::is_same_v<S, P>) {
+      const P& from = phase_value(from_state);
+      const bool ok = row.to ? phase_value(next) == *row.to : phase_value(next) == from;
+      if (!ok) [[unlikely]]
+        throw_wrong_phase(row, from, phase_value(next));
+    } else {
+      const bool ok = row.to ? next == *row.to : next == from_state;
+      if (!ok) [[unlikely]]
+        throw_wrong_phase(row, from_state, next);
+    }
   }
 
   [[noreturn]] static void throw_wrong_phase(const Row& row, const P& from, const P& got) {
