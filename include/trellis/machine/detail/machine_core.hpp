@@ -47,7 +47,7 @@ class MachineCore {
  public:
   using Observer = std::function<void(const S&, const S&)>;
 
-  MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)) {}
+  MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)), shared_(g->shared()) {}
   MachineCore(const MachineCore&) = delete;
   MachineCore& operator=(const MachineCore&) = delete;
   virtual ~MachineCore() {
@@ -179,6 +179,7 @@ class MachineCore {
   Graph* g_;
   Cell<S> cell_;
   bool watched_ = false;
+  const bool shared_;  // g_->shared(), kept here: the unlocked send tests it without a lookup
 
  private:
   struct Entry {
@@ -275,24 +276,48 @@ class MachineCoreFor final : public MachineCore<S, E> {
   MachineCoreFor(Graph* g, Cell<S> cell, F step)
       : MachineCore<S, E>(g, std::move(cell)), step_(std::move(step)) {}
 
-  // The hot path, written out rather than through decide() and commit(): with them GCC 12
-  // passes the std::optional through memory and a send costs 12 ns instead of 7 (bench
-  // machine/StateMachine/send).
+  // The hot path. On a graph without a lock (Context) it takes none and keeps no lock guard
+  // alive across the call, so the unlocked send needs almost no saved registers; the locked
+  // one (ThreadSafeContext, AsyncContext) is the same body under GraphLock.
   SendResult send(const E& e) override {
+    if (this->shared_) [[unlikely]]
+      return send_locked(e);
+    return decide_and_commit(e);
+  }
+
+ private:
+  [[gnu::noinline]] SendResult send_locked(const E& e) {
     GraphLock lock(this->g_);
+    return decide_and_commit(e);
+  }
+
+  // Written out rather than through decide() and commit(): with them GCC 12 passes the
+  // std::optional through memory (bench machine/StateMachine/send_lambda). Call with the
+  // graph's lock held, if it has one.
+  [[gnu::always_inline]] SendResult decide_and_commit(const E& e) {
     CellNode<S>* n = this->live_cell();
     std::optional<S> next = step_(cell_value(n), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, cell_value(n))) return SendResult::Unchanged;
-    if (this->watched_) [[unlikely]] {
-      this->commit_observed(n, std::move(*next));
-    } else {
-      write_cell(n, std::move(*next));
-    }
+    if (this->watched_) [[unlikely]]
+      return commit_observed_from(n, std::move(*next));
+    if (store_cell(n, std::move(*next))) [[unlikely]]
+      return tell_readers(n);  // out of line: propagation would spill the path without readers
     return SendResult::Transitioned;
   }
 
- private:
+  [[gnu::noinline]] static SendResult tell_readers(CellNode<S>* n) {
+    n->graph->written(n);
+    return SendResult::Transitioned;
+  }
+
+  // Out of line, and taking the new state by value: a reference to the optional taken in the
+  // hot path would keep it in memory there.
+  [[gnu::noinline]] SendResult commit_observed_from(CellNode<S>* n, S next) {
+    this->commit_observed(n, std::move(next));
+    return SendResult::Transitioned;
+  }
+
   F step_;
 };
 
