@@ -9,8 +9,8 @@
 /// - `machine/StateMachine/...`: send with no observer (`send_fnptr`: the transition function
 ///   is a plain function pointer; `send_lambda`: the same function as a lambda), with N
 ///   on_transition observers, with a state_is signal attached, a rejected event.
-/// - `machine/ThreadSafeStateMachine/send`: one thread, no contention. (Concurrent sends are
-///   measured with the benchmark kit, trellis/testing/bench.hpp.)
+/// - `machine/ThreadSafeStateMachine/send` (and `send_lambda`): one thread, no contention.
+///   (Concurrent sends are measured with the benchmark kit, trellis/testing/bench.hpp.)
 /// - `machine/AsyncStateMachine/observed/N`: N sends, then drain(): every transition reaches
 ///   one on_transition observer on the executor; counter `per_transition`.
 ///
@@ -395,6 +395,16 @@ void thread_safe_send(benchmark::State& st) {
   check(st, m.state() == after_advances(st.iterations()), "wrong final state");
 }
 
+/// The same with the lambda: what the lock path costs around an inlined decision.
+void thread_safe_send_lambda(benchmark::State& st) {
+  trellis::ThreadSafeContext ctx;
+  trellis::ThreadSafeStateMachine<Light, Tick> m{ctx, Light::Red, kStep};
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(m.send(opaque(Tick::Advance)));
+  }
+  check(st, m.state() == after_advances(st.iterations()), "wrong final state");
+}
+
 void async_observed(benchmark::State& st) {
   const auto n = st.range(0);
   trellis::AsyncContext ctx;
@@ -437,6 +447,7 @@ void register_all() {
 
   RegisterBenchmark("baseline/mutex/send", baseline::mutex_send);
   RegisterBenchmark("machine/ThreadSafeStateMachine/send", machine::thread_safe_send);
+  RegisterBenchmark("machine/ThreadSafeStateMachine/send_lambda", machine::thread_safe_send_lambda);
 
   // Observers run on executor threads: wall time per transition, and the CPU column counts
   // every thread of the process (sender, executor workers, their spinning).
