@@ -47,7 +47,8 @@ class MachineCore {
  public:
   using Observer = std::function<void(const S&, const S&)>;
 
-  MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)), shared_(g->shared()) {}
+  MachineCore(Graph* g, Cell<S> cell)
+      : g_(g), cell_(std::move(cell)), shared_(g->shared()), bare_(!shared_) {}
   MachineCore(const MachineCore&) = delete;
   MachineCore& operator=(const MachineCore&) = delete;
   virtual ~MachineCore() {
@@ -66,7 +67,7 @@ class MachineCore {
     ensure_dispatcher();
     // It starts from the current state: it is told only transitions committed from now on.
     observers_.push_back(std::make_unique<Slot>(Slot{++last_id_, std::move(f), commits_}));
-    watched_ = true;
+    set_watched(true);
     return last_id_;
   }
 
@@ -92,7 +93,7 @@ class MachineCore {
     if (!sink_) {
       ensure_dispatcher();
       sink_ = make();
-      watched_ = true;
+      set_watched(true);
     }
     return *sink_;
   }
@@ -178,8 +179,17 @@ class MachineCore {
 
   Graph* g_;
   Cell<S> cell_;
-  bool watched_ = false;
-  const bool shared_;  // g_->shared(), kept here: the unlocked send tests it without a lookup
+  bool watched_ = false;  // has observers or a sink: commits go through commit_observed()
+  const bool shared_;     // g_->shared()
+  // Neither shared nor watched: a send needs no lock and tells no observer, one test on the
+  // hot path. Written only while !shared_ (never after construction on a shared graph), so
+  // it may be read before taking the lock.
+  bool bare_;
+
+  void set_watched(bool watched) noexcept {
+    watched_ = watched;
+    if (!shared_) bare_ = !watched;
+  }
 
  private:
   struct Entry {
@@ -254,7 +264,7 @@ class MachineCore {
   void compact() noexcept {
     removed_ = false;
     std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return s->removed; });
-    watched_ = !observers_.empty() || sink_ != nullptr;
+    set_watched(!observers_.empty() || sink_ != nullptr);
   }
 
   bool removed_ = false;
@@ -276,30 +286,33 @@ class MachineCoreFor final : public MachineCore<S, E> {
   MachineCoreFor(Graph* g, Cell<S> cell, F step)
       : MachineCore<S, E>(g, std::move(cell)), step_(std::move(step)) {}
 
-  // The hot path. On a graph without a lock (Context) it takes none and keeps no lock guard
-  // alive across the call, so the unlocked send needs almost no saved registers; the locked
-  // one (ThreadSafeContext, AsyncContext) is the same body under GraphLock.
+  // The hot path. A bare machine (no lock, no observer: see bare_) decides and writes inline,
+  // with no lock guard alive across the call, so it needs almost no saved registers; any other
+  // send takes the general path out of line.
   SendResult send(const E& e) override {
-    if (this->shared_) [[unlikely]]
-      return send_locked(e);
-    return decide_and_commit(e);
+    if (!this->bare_) [[unlikely]]
+      return send_general(e);
+    return decide_and_commit<true>(e);
   }
 
  private:
-  [[gnu::noinline]] SendResult send_locked(const E& e) {
+  [[gnu::noinline]] SendResult send_general(const E& e) {
     GraphLock lock(this->g_);
-    return decide_and_commit(e);
+    return decide_and_commit<false>(e);
   }
 
   // Written out rather than through decide() and commit(): with them GCC 12 passes the
   // std::optional through memory (bench machine/StateMachine/send_lambda). Call with the
-  // graph's lock held, if it has one.
+  // graph's lock held, if it has one; `Bare` when called on a bare machine.
+  template <bool Bare>
   [[gnu::always_inline]] SendResult decide_and_commit(const E& e) {
     CellNode<S>* n = this->live_cell();
     std::optional<S> next = step_(cell_value(n), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, cell_value(n))) return SendResult::Unchanged;
-    if (this->watched_) [[unlikely]]
+    // On a bare machine !bare_ means watched_ (the step may have registered an observer);
+    // testing bare_ again lets the compiler drop the test when step_ is inlined.
+    if (Bare ? !this->bare_ : this->watched_) [[unlikely]]
       return commit_observed_from(n, std::move(*next));
     if (store_cell(n, std::move(*next))) [[unlikely]]
       return tell_readers(n);  // out of line: propagation would spill the path without readers
