@@ -310,10 +310,15 @@ class MachineCoreFor final : public MachineCore<S, E> {
     std::optional<S> next = step_(cell_value(n), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, cell_value(n))) return SendResult::Unchanged;
-    // On a bare machine !bare_ means watched_ (the step may have registered an observer);
-    // testing bare_ again lets the compiler drop the test when step_ is inlined.
-    if (Bare ? !this->bare_ : this->watched_) [[unlikely]]
-      return commit_observed_from(n, std::move(*next));
+    if constexpr (Bare) {
+      // !bare_ now means watched_ (the step registered an observer); testing bare_ again lets
+      // the compiler drop the test when step_ is inlined.
+      if (!this->bare_) [[unlikely]]
+        return commit_observed_from(n, std::move(*next));
+    } else if (this->watched_) {
+      this->commit_observed(n, std::move(*next));
+      return SendResult::Transitioned;
+    }
     if (store_cell(n, std::move(*next))) [[unlikely]]
       return tell_readers(n);  // out of line: propagation would spill the path without readers
     return SendResult::Transitioned;
@@ -324,8 +329,8 @@ class MachineCoreFor final : public MachineCore<S, E> {
     return SendResult::Transitioned;
   }
 
-  // Out of line, and taking the new state by value: a reference to the optional taken in the
-  // hot path would keep it in memory there.
+  // For the bare path: out of line, and taking the new state by value, since a reference to
+  // the optional taken there would keep it in memory.
   [[gnu::noinline]] SendResult commit_observed_from(CellNode<S>* n, S next) {
     this->commit_observed(n, std::move(next));
     return SendResult::Transitioned;
