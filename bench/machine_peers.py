@@ -111,9 +111,11 @@ def main():
                                                    for b in baselines) or "—",
                      peer_cell, "—" if target is None else f"<= {target:g} ns", ok))
 
-    single("StateMachine send, no observer (CPU ns)", "machine/StateMachine/send",
-           ["switch/send", "function/send"],
+    single("StateMachine send, no observer (CPU ns)", "machine/StateMachine/send_fnptr",
+           ["switch/send", "fnptr/send", "function/send"],
            peers("SwitchLight", "FnLight", "VariantLight", "MsmTuned", "StatechartLight"), 3)
+    single("StateMachine send, lambda transition", "machine/StateMachine/send_lambda",
+           ["switch/send"], "—", None)
     single("StateMachine send, one on_transition", "machine/StateMachine/on_transition/1",
            ["switch/on_transition"], peers("FnObsLight", "Signals2Light"), 10)
     single("StateMachine send, four on_transition", "machine/StateMachine/on_transition/4",

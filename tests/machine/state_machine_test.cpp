@@ -586,6 +586,17 @@ TEST_CASE_TEMPLATE("machine: a transition function that throws leaves the state 
   CHECK(trace(seen) == "Red->Green");
 }
 
+// --- a machine whose context has ended ------------------------------------------------------
+
+TEST_CASE_TEMPLATE("machine: a send after its context has ended throws disposed_error", K,
+                   TRELLIS_MACHINE_KINDS) {
+  std::optional<typename K::Context> ctx(std::in_place);
+  typename K::template Machine<Light, Tick> m{*ctx, Light::Red, step};
+  ctx.reset();
+  CHECK_THROWS_AS((void)m.send(Tick::Advance), trellis::disposed_error);
+  CHECK_THROWS_AS((void)m.send(Tick::Jam), trellis::disposed_error);  // even one it would reject
+}
+
 // --- 6. computeds over the state --------------------------------------------------------------
 
 TEST_CASE_TEMPLATE("machine: a computed reading state_cell() updates after a transition only", K,

@@ -57,7 +57,8 @@ class MachineCore {
  public:
   using Observer = std::function<void(const S&, const S&)>;
 
-  MachineCore(Graph* g, Cell<S> cell) : g_(g), cell_(std::move(cell)) {}
+  MachineCore(Graph* g, Cell<S> cell)
+      : g_(g), cell_(std::move(cell)), shared_(g->shared()), bare_(!shared_) {}
   MachineCore(const MachineCore&) = delete;
   MachineCore& operator=(const MachineCore&) = delete;
   virtual ~MachineCore() {
@@ -79,7 +80,7 @@ class MachineCore {
     ensure_dispatcher();
     // It starts from the current state: it is told only transitions committed from now on.
     observers_.push_back(std::make_unique<Slot>(Slot{++last_id_, std::move(f), commits_}));
-    watched_ = true;
+    set_watched(true);
     return last_id_;
   }
 
@@ -105,7 +106,7 @@ class MachineCore {
     if (!sink_) {
       ensure_dispatcher();
       sink_ = make();
-      watched_ = true;
+      set_watched(true);
     }
     return *sink_;
   }
@@ -191,7 +192,17 @@ class MachineCore {
 
   Graph* g_;
   Cell<S> cell_;
-  bool watched_ = false;
+  bool watched_ = false;  // has observers or a sink: commits go through commit_observed()
+  const bool shared_;     // g_->shared()
+  // Neither shared nor watched: a send needs no lock and tells no observer, one test on the
+  // hot path. Written only while !shared_ (never after construction on a shared graph), so
+  // it may be read before taking the lock.
+  bool bare_;
+
+  void set_watched(bool watched) noexcept {
+    watched_ = watched;
+    if (!shared_) bare_ = !watched;
+  }
 
  private:
   struct Entry {
@@ -266,7 +277,7 @@ class MachineCore {
   void compact() noexcept {
     removed_ = false;
     std::erase_if(observers_, [](const std::unique_ptr<Slot>& s) { return s->removed; });
-    watched_ = !observers_.empty() || sink_ != nullptr;
+    set_watched(!observers_.empty() || sink_ != nullptr);
   }
 
   bool removed_ = false;
@@ -288,23 +299,57 @@ class MachineCoreFor final : public MachineCore<S, E> {
   MachineCoreFor(Graph* g, Cell<S> cell, F step)
       : MachineCore<S, E>(g, std::move(cell)), step_(std::move(step)) {}
 
-  // The hot path, written out rather than through decide() and commit(): with them GCC 12
-  // passes the std::optional through memory and a send costs 12 ns instead of 7 (bench
-  // machine/StateMachine/send).
+  // The hot path. A bare machine (no lock, no observer: see bare_) decides and writes inline,
+  // with no lock guard alive across the call, so it needs almost no saved registers; any other
+  // send takes the general path out of line.
   SendResult send(const E& e) override {
+    if (!this->bare_) [[unlikely]]
+      return send_general(e);
+    return decide_and_commit<true>(e);
+  }
+
+ private:
+  [[gnu::noinline]] SendResult send_general(const E& e) {
     GraphLock lock(this->g_);
+    return decide_and_commit<false>(e);
+  }
+
+  // Written out rather than through decide() and commit(): with them GCC 12 passes the
+  // std::optional through memory (bench machine/StateMachine/send_lambda). Call with the
+  // graph's lock held, if it has one; `Bare` when called on a bare machine.
+  template <bool Bare>
+  [[gnu::always_inline]] SendResult decide_and_commit(const E& e) {
     CellNode<S>* n = this->live_cell();
     std::optional<S> next = step_(cell_value(n), e);
     if (!next) return SendResult::Rejected;
     if (same_value(*next, cell_value(n))) return SendResult::Unchanged;
-    if (this->watched_) [[unlikely]] {
+    if constexpr (Bare) {
+      // !bare_ now means watched_ (the step registered an observer); testing bare_ again lets
+      // the compiler drop the test when step_ is inlined.
+      if (!this->bare_) [[unlikely]]
+        return commit_observed_from(n, std::move(*next));
+    } else if (this->watched_) {
       this->commit_observed(n, std::move(*next));
-    } else {
-      write_cell(n, std::move(*next));
+      return SendResult::Transitioned;
     }
+    if (store_cell(n, std::move(*next))) [[unlikely]]
+      return tell_readers(n);  // out of line: propagation would spill the path without readers
     return SendResult::Transitioned;
   }
 
+  [[gnu::noinline]] static SendResult tell_readers(CellNode<S>* n) {
+    n->graph->written(n);
+    return SendResult::Transitioned;
+  }
+
+  // For the bare path: out of line, and taking the new state by value, since a reference to
+  // the optional taken there would keep it in memory.
+  [[gnu::noinline]] SendResult commit_observed_from(CellNode<S>* n, S next) {
+    this->commit_observed(n, std::move(next));
+    return SendResult::Transitioned;
+  }
+
+  // Public in MachineCore (what callers use); the override is an implementation detail.
   bool can(const E& e) override {
     GraphLock lock(this->g_);
     const S& current = cell_value(this->live_cell());
@@ -315,7 +360,6 @@ class MachineCoreFor final : public MachineCore<S, E> {
     }
   }
 
- private:
   F step_;
 };
 

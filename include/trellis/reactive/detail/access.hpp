@@ -48,6 +48,15 @@ template <class T>
   n->graph->written(n);
 }
 
+/// Stores `v` (a value different from the current one) without telling the graph, and returns
+/// whether the graph must be told (`n->graph->written(n)`): only when something reads the cell.
+/// write_cell() split in two, for a caller whose path without readers must stay a leaf.
+template <class T>
+[[gnu::always_inline]] inline bool store_cell(CellNode<T>* n, std::type_identity_t<T>&& v) {
+  n->value = std::move(v);
+  return n->subs != nullptr;
+}
+
 /// Stores `v` and returns the previous value without telling the graph: for a caller that must
 /// tell it (`n->graph->written(n)`) separately, e.g. to keep a propagation error apart.
 template <class T>
