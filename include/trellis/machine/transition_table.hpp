@@ -540,7 +540,9 @@ class TransitionTable {
   /// handles `e` and whose guard holds; nullopt (rejected) when no row does. Throws
   /// `phase_error` when that row's update leaves the wrong phase, `table_error` when a row was
   /// left unfinished.
-  std::optional<S> operator()(const S& s, const E& e) const { return run<false>(s, e, nullptr); }
+  [[gnu::always_inline]] std::optional<S> operator()(const S& s, const E& e) const {
+    return run<false>(s, e, nullptr);
+  }
 
   /// As `operator()`, recording in `trace` the row that fired and every guard evaluated.
   std::optional<S> operator()(const S& s, const E& e, RowTrace& trace) const {
@@ -676,7 +678,7 @@ class TransitionTable {
 
   // The traced run: the row found first (guards asked one by one), then its update.
   template <bool Traced>
-  std::optional<S> run(const S& s, const E& e, RowTrace* trace) const {
+  [[gnu::always_inline]] std::optional<S> run(const S& s, const E& e, RowTrace* trace) const {
     if constexpr (!Traced) {
       return decide(s, e);
     } else {
@@ -693,7 +695,7 @@ class TransitionTable {
   }
 
   // The send: each candidate row's guard, copy and update run as one call.
-  std::optional<S> decide(const S& s, const E& e) const {
+  [[gnu::always_inline]] std::optional<S> decide(const S& s, const E& e) const {
     check_complete();
     const auto& p = phase_value(s);
     std::optional<S> next;
