@@ -314,25 +314,22 @@ void async_observed(benchmark::State& st) {
 
 namespace machine {
 
-/// send(Advance) with `step`, a plain function pointer.
-void send_fnptr(benchmark::State& st) {
+/// send(Advance) with the transition `f`.
+template <class F>
+void send_with(benchmark::State& st, F f) {
   trellis::Context ctx;
-  trellis::StateMachine<Light, Tick> m{ctx, Light::Red, step};
+  trellis::StateMachine<Light, Tick> m{ctx, Light::Red, f};
   for (auto _ : st) {
     benchmark::DoNotOptimize(m.send(opaque(Tick::Advance)));
   }
   check(st, m.state() == after_advances(st.iterations()), "wrong final state");
 }
 
+/// send(Advance) with `step`, a plain function pointer.
+void send_fnptr(benchmark::State& st) { send_with(st, step); }
+
 /// send(Advance) with the same function as a lambda, which the machine can inline.
-void send_lambda(benchmark::State& st) {
-  trellis::Context ctx;
-  trellis::StateMachine<Light, Tick> m{ctx, Light::Red, kStep};
-  for (auto _ : st) {
-    benchmark::DoNotOptimize(m.send(opaque(Tick::Advance)));
-  }
-  check(st, m.state() == after_advances(st.iterations()), "wrong final state");
-}
+void send_lambda(benchmark::State& st) { send_with(st, kStep); }
 
 /// A rejected event (Skip from Red) with the lambda.
 void rejected_lambda(benchmark::State& st) {

@@ -584,32 +584,25 @@ void register_send_benchmarks(const std::string& name, S initial, Step step, Gen
   };
   using Adapted = decltype(adapted(std::declval<const Gen&>()));
 
+  // One benchmark per subject and thread count: the baseline first, then the machine.
+  const auto add = [&]<class Subject>(std::type_identity<Subject>, int threads) {
+    const std::string label = name + "/" + Subject::label + "/threads:" + std::to_string(threads);
+    benchmark::RegisterBenchmark(label.c_str(),
+                                 [config, threads, adapted](benchmark::State& st) {
+                                   Subject subject(config->initial, config->step,
+                                                   config->options.observed,
+                                                   config->options.state_count);
+                                   const Adapted gen = adapted(config->generator);
+                                   detail::run_send_benchmark(st, subject, gen, threads,
+                                                              config->options.round, config->name);
+                                 })
+        ->UseManualTime()
+        ->MeasureProcessCPUTime()
+        ->Unit(benchmark::kMillisecond);
+  };
   for (int threads : options.threads) {
-    const std::string suffix = "/threads:" + std::to_string(threads);
-    benchmark::RegisterBenchmark((name + "/" + MutexSends<S, E, Step>::label + suffix).c_str(),
-                                 [config, threads, adapted](benchmark::State& st) {
-                                   MutexSends<S, E, Step> subject(config->initial, config->step,
-                                                                  config->options.observed,
-                                                                  config->options.state_count);
-                                   const Adapted gen = adapted(config->generator);
-                                   detail::run_send_benchmark(st, subject, gen, threads,
-                                                              config->options.round, config->name);
-                                 })
-        ->UseManualTime()
-        ->MeasureProcessCPUTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark((name + "/" + MachineSends<S, E>::label + suffix).c_str(),
-                                 [config, threads, adapted](benchmark::State& st) {
-                                   MachineSends<S, E> subject(config->initial, config->step,
-                                                              config->options.observed,
-                                                              config->options.state_count);
-                                   const Adapted gen = adapted(config->generator);
-                                   detail::run_send_benchmark(st, subject, gen, threads,
-                                                              config->options.round, config->name);
-                                 })
-        ->UseManualTime()
-        ->MeasureProcessCPUTime()
-        ->Unit(benchmark::kMillisecond);
+    add(std::type_identity<MutexSends<S, E, Step>>{}, threads);
+    add(std::type_identity<MachineSends<S, E>>{}, threads);
   }
 }
 

@@ -43,6 +43,17 @@ class TransitionSink {
   TransitionSink& operator=(const TransitionSink&) = default;
 };
 
+/// Whether `step` would accept `e` in `current`: a table answers from its rows and guards (no
+/// update runs), any other transition function by being called.
+template <class F, class S, class E>
+bool would_accept(F& step, const S& current, const E& e) {
+  if constexpr (requires { step.accepts(current, e); }) {
+    return step.accepts(current, e);
+  } else {
+    return step(current, e).has_value();
+  }
+}
+
 /// Whether `F` is a transition table over `S` and `E` (a machine keeps it as it is).
 template <class F, class S, class E>
 concept is_transition_table = requires(const F& f, const S& s, const E& e) {
@@ -352,12 +363,7 @@ class MachineCoreFor final : public MachineCore<S, E> {
   // Public in MachineCore (what callers use); the override is an implementation detail.
   bool can(const E& e) override {
     GraphLock lock(this->g_);
-    const S& current = cell_value(this->live_cell());
-    if constexpr (requires { step_.accepts(current, e); }) {
-      return step_.accepts(current, e);
-    } else {
-      return step_(current, e).has_value();
-    }
+    return would_accept(step_, cell_value(this->live_cell()), e);
   }
 
   F step_;

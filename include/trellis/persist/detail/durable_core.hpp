@@ -103,12 +103,7 @@ class DurableCore final : public MachineCore<S, E>,
   /// Asked of the committed state (what state() returns), without committing anything.
   bool can(const E& e) override {
     GraphLock lock(this->g_);
-    const S& current = cell_value(this->live_cell());
-    if constexpr (requires { step_.accepts(current, e); }) {
-      return step_.accepts(current, e);
-    } else {
-      return step_(current, e).has_value();
-    }
+    return would_accept(step_, cell_value(this->live_cell()), e);
   }
 
   SendResult send(const E& e) override {
