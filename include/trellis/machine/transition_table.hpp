@@ -270,8 +270,11 @@ class TransitionTable {
   };
 
  public:
-  template <class Owner, class Ev, class G = detail::no_guard, class U = detail::no_update>
+  template <class Owner, class Ev, class G, class U>
   class OnClause;
+  // A row just after its event: no guard and no update yet.
+  template <class Owner, class Ev>
+  using OnEvent = OnClause<Owner, Ev, detail::no_guard, detail::no_update>;
 
   /// The first step of a row: the phases it leaves; `.on<T>()` or `.on(value)` comes next.
   /// The row builders are [[nodiscard]]: only `.to()` or `.stay()` adds the row.
@@ -283,19 +286,19 @@ class TransitionTable {
     /// The row handles every event of alternative type `T` of the variant `E`.
     template <class T>
     [[nodiscard(
-        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<Owner, T>
+        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnEvent<Owner, T>
     on() && {
       static_assert(Types::by_type,
                     "TransitionTable: on<T>() keys a row by event type, which needs E to be a "
                     "std::variant; for an enum event write on(value)");
       this->draft_.kind = Types::template of<T>();
       this->draft_.event_name = std::string(type_name<T>());
-      return OnClause<Owner, T>(std::move(*this));
+      return OnEvent<Owner, T>(std::move(*this));
     }
 
     /// The row handles the event `value` (an enum value, or any `E` matched by ==).
     [[nodiscard(
-        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnClause<Owner, E>
+        "TransitionTable: a row is added by its .to(phase) or .stay() only")]] OnEvent<Owner, E>
         on(E value) && requires(!Types::by_type) {
       if constexpr (keyed) {
         this->draft_.kind = Types::index(value);
@@ -304,7 +307,7 @@ class TransitionTable {
         this->draft_.event_name = "event";
       }
       this->draft_.event = std::move(value);
-      return OnClause<Owner, E>(std::move(*this));
+      return OnEvent<Owner, E>(std::move(*this));
     }
 
     // A row's event comes before anything else: these say so instead of "no member".

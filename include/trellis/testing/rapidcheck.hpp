@@ -56,7 +56,6 @@
 #include <functional>
 #include <optional>
 #include <ostream>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -189,18 +188,24 @@ std::optional<std::string> property_failure(std::string_view description, Testab
   return detail::run_property(description, std::forward<Testable>(testable), options).failure;
 }
 
+/// Where `check_property` was called (its default argument): the compilers' builtins rather
+/// than std::source_location, which clang before 15 cannot build with libstdc++.
+struct PropertyCaller {
+  const char* file = __builtin_FILE();
+  int line = __builtin_LINE();
+};
+
 /// Runs `testable` as a RapidCheck property inside the current doctest case: a failure fails
 /// the case (a CHECK-level failure at `where`: the case goes on) with `property_failure`'s
 /// message; success records a passing check (and RapidCheck's tag distribution as a
 /// message when the property classified its cases). Returns true when the property held.
 template <class Testable>
 bool check_property(std::string_view description, Testable&& testable,
-                    const PropertyOptions& options = {},
-                    std::source_location where = std::source_location::current()) {
+                    const PropertyOptions& options = {}, PropertyCaller where = {}) {
   const detail::PropertyOutcome outcome =
       detail::run_property(description, std::forward<Testable>(testable), options);
-  const char* file = where.file_name();
-  const int line = static_cast<int>(where.line());
+  const char* file = where.file;
+  const int line = where.line;
   if (outcome.failure) {
     DOCTEST_ADD_FAIL_CHECK_AT(file, line, doctest::String(outcome.failure->c_str()));
     return false;
