@@ -126,10 +126,11 @@ void send(benchmark::State& st) {
   check(st, m.s == after_advances(st.iterations()), "wrong final state");
 }
 
-/// The floor of a machine running a function pointer: `step` called through a plain pointer
-/// the optimizer cannot see through, its result stored as the machine does.
-struct FnptrLight {
-  std::optional<Light> (*f)(const Light&, const Tick&) = step;
+/// `step` called through `Fn` (which holds it), its result stored as a machine does: the
+/// floor of a runner that calls the transition through a pointer or a std::function.
+template <class Fn>
+struct CalledLight {
+  Fn f = step;
   Light s = Light::Red;
   bool send(Tick e) {
     std::optional<Light> next = f(s, e);
@@ -138,6 +139,10 @@ struct FnptrLight {
     return true;
   }
 };
+
+/// The floor of a machine running a function pointer: `step` called through a plain pointer
+/// the optimizer cannot see through.
+using FnptrLight = CalledLight<std::optional<Light> (*)(const Light&, const Tick&)>;
 
 void fnptr_send(benchmark::State& st) {
   FnptrLight m;
@@ -153,16 +158,7 @@ void fnptr_send(benchmark::State& st) {
 /// The machine's own shape without the reactive cell: `step` called through a
 /// `std::function<std::optional<Light>(const Light&, const Tick&)>`, the result stored. The
 /// floor of any runner that takes an arbitrary callable and type-erases it.
-struct FunctionLight {
-  std::function<std::optional<Light>(const Light&, const Tick&)> f = step;
-  Light s = Light::Red;
-  bool send(Tick e) {
-    std::optional<Light> next = f(s, e);
-    if (!next || *next == s) return false;
-    s = *next;
-    return true;
-  }
-};
+using FunctionLight = CalledLight<std::function<std::optional<Light>(const Light&, const Tick&)>>;
 
 void function_send(benchmark::State& st) {
   FunctionLight m;
