@@ -111,11 +111,13 @@ TEST_CASE("durable doc cycle: can() asks the table's rows and writes nothing") {
   CHECK(cycle.epoch() == epoch);
 }
 
-TEST_CASE("durable doc cycle: a state naming an unknown phase or missing a field is refused by name") {
+TEST_CASE(
+    "durable doc cycle: a state naming an unknown phase or missing a field is refused by name") {
   nlohmann::json j = busy_cycle();
   j["phase"] = "Archived";
   CHECK_THROWS_WITH_AS(j.get<Cycle>(), doctest::Contains("Archived"), trellis::error);
   nlohmann::json k = busy_cycle();
   k.erase("pending_writes");
-  CHECK_THROWS_WITH_AS(k.get<Cycle>(), doctest::Contains("pending_writes"), nlohmann::json::exception);
+  CHECK_THROWS_WITH_AS(k.get<Cycle>(), doctest::Contains("pending_writes"),
+                       nlohmann::json::exception);
 }
