@@ -11,3 +11,4 @@
 #include "trellis/machine/errors.hpp"
 #include "trellis/persist/errors.hpp"
 #include "trellis/reactive/errors.hpp"
+#include "trellis/statechart/errors.hpp"

@@ -38,4 +38,5 @@
 #include "trellis/signals2/persist_events.hpp"
 #include "trellis/signals2/subscribe.hpp"
 #include "trellis/signals2/transitions.hpp"
+#include "trellis/statechart.hpp"
 #include "trellis/tbb/arena_executor.hpp"
