@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev          # benchmarks
   libsqlite3-dev            # SQLite store (later layers)
   libssl-dev                # libcrypto hashing (later layers)
+  libpugixml-dev            # SCXML files: the trellis::scxml loader
   clang-format              # the style check in .ci/run
 )
 
