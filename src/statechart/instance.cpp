@@ -67,8 +67,8 @@ bool ChartInstance::process(const ChartEvent& e) {
     current_ = &none_;
     return false;
   }
-  std::vector<int> ts = enabled_;  // microstep reuses the scratch lists
-  microstep(ts);
+  step_.swap(enabled_);  // microstep reuses the scratch lists
+  microstep(step_);
   macrostep();
   current_ = &none_;
   return true;
@@ -87,7 +87,6 @@ bool ChartInstance::enabled(const ChartEvent& e) {
 // The inner loop of mainEventLoop: eventless transitions, then internal events, until stable.
 void ChartInstance::macrostep() {
   std::size_t steps = 0;
-  std::vector<int> ts;
   while (running_) {
     select(nullptr, enabled_);
     if (enabled_.empty()) {
@@ -98,8 +97,8 @@ void ChartInstance::macrostep() {
       select(&internal_event_, enabled_);
     }
     if (!enabled_.empty()) {
-      ts = enabled_;
-      microstep(ts);
+      step_.swap(enabled_);
+      microstep(step_);
     }
     if (++steps > budget_) {
       internal_.clear();
@@ -130,19 +129,19 @@ bool ChartInstance::guard_holds(const ChartTransition& t, const ChartEvent& e) {
 // the first enabled transition of it or its nearest ancestor; then the conflicts removed.
 void ChartInstance::select(const ChartEvent* e, std::vector<int>& out) {
   out.clear();
+  if (e == nullptr && !def_->has_eventless) return;
   const ChartEvent& ev = e != nullptr ? *e : *current_;
-  for (int s = config_.next(-1); s >= 0; s = config_.next(s)) {
-    if (!def_->state(s).is_atomic()) continue;
-    bool found = false;
-    for (int st = s; st >= 0 && !found; st = def_->state(st).parent) {
-      for (int t : def_->state(st).transitions) {
-        const ChartTransition& tr = def_->transition(t);
-        if (e == nullptr ? !tr.eventless() : (tr.eventless() || !tr.matches(e->name))) continue;
-        if (!guard_holds(tr, ev)) continue;
-        if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-        found = true;
-        break;
-      }
+  const StateSet& atomic = def_->atomic_states;
+  for (int s = config_.next_in(atomic, -1); s >= 0; s = config_.next_in(atomic, s)) {
+    const ChartState& st = def_->state(s);
+    // [s] + its proper ancestors, each one's transitions in document order, flattened: the
+    // first enabled one wins for this atomic state
+    for (int t : e == nullptr ? st.eventless_candidates : st.event_candidates) {
+      const ChartTransition& tr = def_->transition(t);
+      if (e != nullptr && !tr.matches(e->name)) continue;
+      if (!guard_holds(tr, ev)) continue;
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+      break;
     }
   }
   if (out.size() > 1) remove_conflicts(out);
@@ -288,11 +287,15 @@ void ChartInstance::add_ancestors(int s, int ancestor, int depth) {
 void ChartInstance::enter_states(const std::vector<int>& ts) {
   to_enter_.clear();
   default_entry_.clear();
-  std::vector<int> effective;
+  std::vector<int>& effective = effective_;
   for (int t : ts) {
     const ChartTransition& tr = def_->transition(t);
     for (int x : tr.targets) add_descendants(x, 0);
     const int d = domain(t);
+    if (tr.domain != -2) {  // no history target: the declared targets are the effective ones
+      for (int x : tr.targets) add_ancestors(x, d, 0);
+      continue;
+    }
     effective.clear();
     effective_targets(t, effective);
     for (int x : effective) add_ancestors(x, d, 0);

@@ -138,6 +138,8 @@ class ChartInstance final : public ChartActions {
   const ChartEvent* current_ = &none_;
   // scratch space, kept between calls so that a warm send allocates nothing
   std::vector<int> enabled_;
+  std::vector<int> step_;
+  std::vector<int> effective_;
   std::vector<int> filtered_;
   std::vector<int> removed_;
   std::vector<int> targets_;
