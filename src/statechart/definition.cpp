@@ -162,9 +162,11 @@ void ChartDefinition::finish() {
     st.eventless_chain = !st.eventless_candidates.empty();
   }
   atomic_states.resize(states.size());
+  history_parents.resize(states.size());
   has_eventless = false;
   for (std::size_t i = 0; i < states.size(); ++i) {
     if (states[i].is_atomic()) atomic_states.insert(static_cast<int>(i));
+    if (!states[i].histories.empty()) history_parents.insert(static_cast<int>(i));
     has_eventless = has_eventless || states[i].eventless_chain;
   }
 }

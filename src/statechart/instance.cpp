@@ -47,7 +47,8 @@ ChartInstance::ChartInstance(const ChartInstance& o)
       set_b_(o.set_b_),
       to_enter_(o.to_enter_),
       default_entry_(o.default_entry_),
-      history_content_(o.history_content_) {}
+      history_content_(o.history_content_),
+      entry_cache_(o.entry_cache_) {}
 
 // interpret(): enter the document's initial transition, then run to a stable configuration.
 void ChartInstance::start() {
@@ -222,7 +223,8 @@ void ChartInstance::exit_states(const std::vector<int>& ts) {
     exit_set(t, set_b_);
     leaving |= set_b_;
   }
-  for (int s = leaving.next(-1); s >= 0; s = leaving.next(s)) {
+  const StateSet& with_history = def_->history_parents;
+  for (int s = leaving.next_in(with_history, -1); s >= 0; s = leaving.next_in(with_history, s)) {
     const ChartState& st = def_->state(s);
     for (int h : st.histories) {
       std::vector<int>& value = history_[static_cast<std::size_t>(h)];
@@ -248,6 +250,7 @@ void ChartInstance::add_descendants(int s, int depth) {
     return;  // defensive: the builder refuses cycles
   const ChartState& st = def_->state(s);
   if (st.is_history()) {
+    met_history_ = true;
     if (recorded_[static_cast<std::size_t>(s)]) {
       const std::vector<int> value = history_[static_cast<std::size_t>(s)];
       for (int x : value) add_descendants(x, depth + 1);
@@ -285,8 +288,21 @@ void ChartInstance::add_ancestors(int s, int ancestor, int depth) {
 // enterStates: computeEntrySet, then enter in document order, running onentry, the initial
 // transition's content and the history default content; finals raise done.state.*.
 void ChartInstance::enter_states(const std::vector<int>& ts) {
+  // One transition without history targets, whose entry met no history state before: its
+  // entry set depends on nothing else, so it is computed once and kept.
+  EntryCache* cache = nullptr;
+  if (ts.size() == 1 && def_->transition(ts[0]).domain != -2) {
+    if (entry_cache_.empty()) entry_cache_.resize(def_->transitions.size());
+    cache = &entry_cache_[static_cast<std::size_t>(ts[0])];
+    if (cache->known == 2) cache = nullptr;
+  }
+  if (cache != nullptr && cache->known == 1) {
+    enter_set(cache->to_enter, cache->default_entry);
+    return;
+  }
   to_enter_.clear();
   default_entry_.clear();
+  met_history_ = false;
   std::vector<int>& effective = effective_;
   for (int t : ts) {
     const ChartTransition& tr = def_->transition(t);
@@ -300,14 +316,24 @@ void ChartInstance::enter_states(const std::vector<int>& ts) {
     effective_targets(t, effective);
     for (int x : effective) add_ancestors(x, d, 0);
   }
-  // Entering may run actions that read the configuration; iterate over a copy.
-  const StateSet entering = to_enter_;
-  for (int s = entering.next(-1); s >= 0; s = entering.next(s)) {
+  if (cache != nullptr) {
+    cache->known = met_history_ ? 2 : 1;
+    if (!met_history_) {
+      cache->to_enter = to_enter_;
+      cache->default_entry = default_entry_;
+    }
+  }
+  enter_set(to_enter_, default_entry_);
+}
+
+// The second half of enterStates: enter `to_enter` in document order.
+void ChartInstance::enter_set(const StateSet& to_enter, const StateSet& default_entry) {
+  for (int s = to_enter.next(-1); s >= 0; s = to_enter.next(s)) {
     const ChartState& st = def_->state(s);
     config_.insert(s);
     entered_.insert(s);
     run_blocks(st.on_entry);
-    if (default_entry_.contains(s)) run_block(def_->transition(st.initial).content);
+    if (default_entry.contains(s)) run_block(def_->transition(st.initial).content);
     if (const int h = history_content_[static_cast<std::size_t>(s)]; h >= 0) {
       history_content_[static_cast<std::size_t>(s)] = -1;
       run_block(def_->transition(h).content);

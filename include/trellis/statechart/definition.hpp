@@ -134,6 +134,8 @@ class ChartDefinition {
   std::vector<ChartAction> actions;
   /// The atomic states (set by finish()).
   StateSet atomic_states;
+  /// The states that have history children (set by finish()).
+  StateSet history_parents;
   /// Whether any transition is eventless (set by finish()).
   bool has_eventless = false;
   /// The data type the guards and actions were written for (nullptr: they use none, any

@@ -107,6 +107,7 @@ class ChartInstance final : public ChartActions {
   void microstep(const std::vector<int>& ts);
   void exit_states(const std::vector<int>& ts);
   void enter_states(const std::vector<int>& ts);
+  void enter_set(const StateSet& to_enter, const StateSet& default_entry);
   void exit_set(int t, StateSet& out);
   int domain(int t);
   void effective_targets(int t, std::vector<int>& out) const;
@@ -149,6 +150,13 @@ class ChartInstance final : public ChartActions {
   StateSet to_enter_;
   StateSet default_entry_;
   std::vector<int> history_content_;
+  struct EntryCache {
+    int known = 0;  // 0: not computed yet, 1: cached, 2: depends on history
+    StateSet to_enter;
+    StateSet default_entry;
+  };
+  std::vector<EntryCache> entry_cache_;  // by transition, filled on first use
+  bool met_history_ = false;
 };
 
 }  // namespace detail
