@@ -10,7 +10,9 @@ set_tests_properties(trellis_statechart_tests PROPERTIES LABELS "statechart" TIM
 # Diagrams (Mermaid, DOT) and the testing tools on charts (configuration matrix, explore):
 # golden files are read from the source tree, where TRELLIS_UPDATE_GOLDEN=1 rewrites them.
 trellis_add_test_executable(trellis_statechart_tools_tests LAYERS statechart testing
-  ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/configuration_matrix_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explore_test.cpp)
 target_compile_definitions(trellis_statechart_tools_tests PRIVATE
   TRELLIS_STATECHART_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
 add_test(NAME trellis_statechart_tools_tests COMMAND trellis_statechart_tools_tests)
