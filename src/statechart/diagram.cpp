@@ -114,11 +114,16 @@ std::string transition_label(const ChartDefinition& def, const ChartTransition& 
   std::string out;
   if (t.eventless()) {
     out = "(always)";
-  } else {
-    for (const std::string& d : t.descriptors) {
-      if (!out.empty()) out += ' ';
-      out += d;
+  } else {  // as written, whitespace runs as one space
+    for (const char c : t.event) {
+      const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+      if (!space) {
+        out += c;
+      } else if (!out.empty() && out.back() != ' ') {
+        out += ' ';
+      }
     }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
   }
   if (t.guard >= 0) {
     const std::string& name = def.guards[static_cast<std::size_t>(t.guard)].name;

@@ -128,6 +128,7 @@ class ChartInstance final : public ChartActions {
   void microstep(const std::vector<int>& ts);
   void exit_states(const std::vector<int>& ts);
   void enter_states(const std::vector<int>& ts);
+  void enter_set(const StateSet& to_enter, const StateSet& default_entry);
   void exit_set(int t, StateSet& out);
   int domain(int t);
   void effective_targets(int t, std::vector<int>& out) const;
@@ -160,6 +161,8 @@ class ChartInstance final : public ChartActions {
   const ChartEvent* current_ = &none_;
   // scratch space, kept between calls so that a warm send allocates nothing
   std::vector<int> enabled_;
+  std::vector<int> step_;
+  std::vector<int> effective_;
   std::vector<int> filtered_;
   std::vector<int> removed_;
   std::vector<int> targets_;
@@ -169,6 +172,13 @@ class ChartInstance final : public ChartActions {
   StateSet to_enter_;
   StateSet default_entry_;
   std::vector<int> history_content_;
+  struct EntryCache {
+    int known = 0;  // 0: not computed yet, 1: cached, 2: depends on history
+    StateSet to_enter;
+    StateSet default_entry;
+  };
+  std::vector<EntryCache> entry_cache_;  // by transition, filled on first use
+  bool met_history_ = false;
 };
 
 }  // namespace detail
