@@ -210,6 +210,7 @@ void ChartInstance::exit_set(int t, StateSet& out) {
 }
 
 void ChartInstance::microstep(const std::vector<int>& ts) {
+  if (trace_ != nullptr) trace_->taken.insert(trace_->taken.end(), ts.begin(), ts.end());
   exit_states(ts);
   for (int t : ts) run_block(def_->transition(t).content);
   enter_states(ts);
@@ -399,6 +400,9 @@ void ChartInstance::run_block(const ChartBlock& block) {
 }
 
 void ChartInstance::execution_error() {
+  if (trace_ != nullptr) {
+    if (trace_->execution_errors++ == 0) trace_->first_error = std::current_exception();
+  }
   internal_.emplace_back("error.execution", std::current_exception());
 }
 

@@ -115,3 +115,18 @@ TEST_CASE("chart: build lists every problem") {
   CHECK(problems.size() >= 3);
   CHECK_THROWS_AS(b.build(), chart_error);
 }
+
+TEST_CASE("chart: a named guard decides whether its transition is taken") {
+  // (when() once failed to compile under -Wextra -Werror: missing-field-initializers)
+  ChartBuilder<Log> b("c");
+  b.state("a", [](auto& s) {
+    s.on("go").when("has lines", [](const Log& l) { return !l.lines.empty(); }).to("b");
+  });
+  b.state("b");
+  Context ctx;
+  StateChart<Log> chart(ctx, b.build());
+  CHECK(chart.send("go") == SendResult::Rejected);
+  StateChart<Log> other(ctx, b.build(), Log{{"x"}});
+  CHECK(other.send("go") == SendResult::Transitioned);
+  CHECK(other.configuration() == std::vector<std::string>{"b"});
+}
