@@ -37,8 +37,8 @@ std::shared_ptr<CondNode> CondParser::parse(std::string& error) {
 }
 
 void CondParser::skip_space() {
-  while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                 text_[pos_] == '\n' || text_[pos_] == '\r'))
+  while (pos_ < text_.size() &&
+         (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
     ++pos_;
 }
 
@@ -138,7 +138,8 @@ std::unique_ptr<CondNode> CondParser::primary(int depth) {
     return inner;
   }
   const std::string_view word = peek_word();
-  if (word.empty()) return refuse(pos_ == text_.size() ? "expected a condition" : "unexpected text");
+  if (word.empty())
+    return refuse(pos_ == text_.size() ? "expected a condition" : "unexpected text");
   if (word == "true" || word == "false") {
     pos_ += word.size();
     auto node = std::make_unique<CondNode>();

@@ -18,10 +18,10 @@ inline constexpr int max_cond_depth = 32;
 struct CondNode {
   enum class Kind { name, in, literal, negation, conjunction, disjunction };
   Kind kind = Kind::literal;
-  std::string text;  ///< name: the guard's name; in: the state id
-  bool value = false;  ///< literal
+  std::string text;                             ///< name: the guard's name; in: the state id
+  bool value = false;                           ///< literal
   std::vector<std::unique_ptr<CondNode>> args;  ///< negation: one; and/or: two or more
-  ErasedBindings::Guard guard;  ///< name: the bound guard (set by the loader)
+  ErasedBindings::Guard guard;                  ///< name: the bound guard (set by the loader)
 };
 
 class CondParser {

@@ -98,11 +98,16 @@ std::optional<std::chrono::milliseconds> parse_delay(std::string_view text, std:
   }
   const std::string_view unit = s.substr(i);
   std::uint64_t ms_per_unit = 0;
-  if (unit == "ms") ms_per_unit = 1;
-  else if (unit == "s") ms_per_unit = 1000;
-  else if (unit == "m") ms_per_unit = 60'000;
-  else if (unit == "h") ms_per_unit = 3'600'000;
-  else if (unit == "d") ms_per_unit = 86'400'000;
+  if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "s")
+    ms_per_unit = 1000;
+  else if (unit == "m")
+    ms_per_unit = 60'000;
+  else if (unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (unit == "d")
+    ms_per_unit = 86'400'000;
   if (ms_per_unit == 0) {
     why = "has no unit among ms, s, m, h, d (a delay reads like \"2s\" or \"500ms\")";
     return std::nullopt;
@@ -182,7 +187,8 @@ class Loader {
     if (offset < 0 || static_cast<std::size_t>(offset) > text_.size()) return {0, 0};
     int line = 1;
     int column = 1;
-    for (std::size_t i = 0; i < static_cast<std::size_t>(offset); ++i) {
+    const std::size_t bom = text_.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // not a character
+    for (std::size_t i = bom; i < static_cast<std::size_t>(offset); ++i) {
       const auto c = static_cast<unsigned char>(text_[i]);
       if (c == '\n') {
         ++line;
@@ -224,9 +230,12 @@ class Loader {
     for (pugi::xml_attribute a : n.attributes()) {
       const std::string_view name = a.name();
       std::string_view prefix;
-      if (name == "xmlns") prefix = "";
-      else if (name.rfind("xmlns:", 0) == 0) prefix = name.substr(6);
-      else continue;
+      if (name == "xmlns")
+        prefix = "";
+      else if (name.rfind("xmlns:", 0) == 0)
+        prefix = name.substr(6);
+      else
+        continue;
       scopes_[std::string(prefix)].push_back(a.value());
       declared.push_back(prefix);
     }
@@ -308,8 +317,8 @@ class Loader {
   /// Elements SCXML has that trellis does not run, wherever they appear.
   static bool unsupported_element(std::string_view local) {
     static constexpr std::string_view names[] = {
-        "invoke", "script", "datamodel", "data",    "assign",   "if",        "elseif",
-        "else",   "foreach", "param",    "content", "donedata", "finalize"};
+        "invoke", "script",  "datamodel", "data",    "assign",   "if",      "elseif",
+        "else",   "foreach", "param",     "content", "donedata", "finalize"};
     return std::find(std::begin(names), std::end(names), local) != std::end(names);
   }
 
@@ -317,7 +326,8 @@ class Loader {
   [[noreturn]] void misplaced(pugi::xml_node c, Space space, std::string_view local,
                               std::string_view parent) const {
     if (space == Space::other)
-      fail(problem::unsupported, c, "elements of namespace " + quoted(local) + " are not supported");
+      fail(problem::unsupported, c,
+           "elements of namespace " + quoted(local) + " are not supported");
     if (space == Space::scxml && unsupported_element(local))
       fail(problem::unsupported, c, "<" + std::string(local) + "> is not supported");
     fail(problem::invalid, c,
@@ -420,8 +430,10 @@ class Loader {
     s.kind = is_state      ? StateSpec::Kind::state
              : is_parallel ? StateSpec::Kind::parallel
                            : StateSpec::Kind::final_state;
-    if (is_state) check_attributes(n, {"id", "initial"});
-    else check_attributes(n, {"id"});
+    if (is_state)
+      check_attributes(n, {"id", "initial"});
+    else
+      check_attributes(n, {"id"});
     if (const auto id = attr(n, "id")) s.id = std::string(*id);
     const int self = add_node(s.id, parent_index, n);
 
@@ -486,7 +498,8 @@ class Loader {
     parent.children.push_back(std::move(spec));
     s.kind = StateSpec::Kind::shallow_history;
     if (const auto type = attr(n, "type")) {
-      if (*type == "deep") s.kind = StateSpec::Kind::deep_history;
+      if (*type == "deep")
+        s.kind = StateSpec::Kind::deep_history;
       else if (*type != "shallow")
         fail(problem::invalid, n, "type " + quoted(*type) + " is neither 'shallow' nor 'deep'");
     }
@@ -526,9 +539,11 @@ class Loader {
       if (!t.targets.empty()) refs_.push_back(Reference{kind, t.targets, owner, n});
     }
     if (const auto type = attr(n, "type")) {
-      if (*type == "internal") t.internal = true;
+      if (*type == "internal")
+        t.internal = true;
       else if (*type != "external")
-        fail(problem::invalid, n, "type " + quoted(*type) + " is neither 'internal' nor 'external'");
+        fail(problem::invalid, n,
+             "type " + quoted(*type) + " is neither 'internal' nor 'external'");
     }
     if (const auto cond = attr(n, "cond")) t.guard = read_cond(n, *cond);
     read_block(n, t.content);
@@ -545,8 +560,7 @@ class Loader {
     std::vector<std::string> in_ids;
     bool uses_data = false;
     resolve(n, *root, in_ids, uses_data);
-    if (!in_ids.empty())
-      refs_.push_back(Reference{Reference::Kind::in, std::move(in_ids), -1, n});
+    if (!in_ids.empty()) refs_.push_back(Reference{Reference::Kind::in, std::move(in_ids), -1, n});
     ChartGuard g;
     if (root->kind == CondNode::Kind::in) {
       g.name = "In('" + root->text + "')";
@@ -576,7 +590,8 @@ class Loader {
       if (x->kind == CondNode::Kind::name) {
         const auto it = bindings_.guards.find(x->text);
         if (it == bindings_.guards.end())
-          fail(problem::invalid, n, "cond names " + quoted(x->text) + ", which no guard is bound to");
+          fail(problem::invalid, n,
+               "cond names " + quoted(x->text) + ", which no guard is bound to");
         x->guard = it->second;
         uses_data = true;
       }
@@ -721,18 +736,17 @@ class Loader {
         if (r.kind == Reference::Kind::initial) {
           if (x == r.owner || is_descendant(r.owner, x))
             fail(problem::invalid, r.element,
-                 "initial state " + quoted(id) + " is the state itself or an ancestor: a cycle "
-                 "of initial states");
+                 "initial state " + quoted(id) +
+                     " is the state itself or an ancestor: a cycle "
+                     "of initial states");
           if (!is_descendant(x, r.owner))
             fail(problem::invalid, r.element,
-                 "initial state " + quoted(id) + " is not a descendant of " +
-                     describe(r.owner));
+                 "initial state " + quoted(id) + " is not a descendant of " + describe(r.owner));
         } else if (r.kind == Reference::Kind::history_default) {
           const int scope = nodes_[static_cast<std::size_t>(r.owner)].parent;
           if (x == r.owner || x == scope || !is_descendant(x, scope))
             fail(problem::invalid, r.element,
-                 "the default target " + quoted(id) + " is not a descendant of " +
-                     describe(scope));
+                 "the default target " + quoted(id) + " is not a descendant of " + describe(scope));
         }
       }
     }
@@ -741,8 +755,8 @@ class Loader {
   std::string describe(int state) const {
     const Node& node = nodes_[static_cast<std::size_t>(state)];
     if (state == 0) return "the chart";
-    if (node.id.empty()) return "the <" + std::string(node.element.name()) + "> at " +
-                                where(node.element);
+    if (node.id.empty())
+      return "the <" + std::string(node.element.name()) + "> at " + where(node.element);
     return "state " + quoted(node.id);
   }
 
@@ -803,8 +817,7 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
     }
     if (n == 0) break;
     if (text.size() + static_cast<std::size_t>(n) > max_bytes)
-      return refuse("larger than " + std::to_string(max_bytes) +
-                    " bytes (LoadOptions::max_bytes)");
+      return refuse("larger than " + std::to_string(max_bytes) + " bytes (LoadOptions::max_bytes)");
     text.append(buffer, static_cast<std::size_t>(n));
   }
   return text;
@@ -815,14 +828,14 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
 std::shared_ptr<const ChartDefinition> load_definition(std::string_view path_or_text, Source source,
                                                        const ErasedBindings& bindings,
                                                        const LoadOptions& options) {
-  const bool text = source == Source::text ||
-                    (source == Source::guess && looks_like_text(path_or_text));
+  const bool text =
+      source == Source::text || (source == Source::guess && looks_like_text(path_or_text));
   if (text) {
     const std::string name = options.source_name.empty() ? "<text>" : options.source_name;
     if (path_or_text.size() > options.max_bytes)
-      throw scxml_error(problem::invalid, name, "", 0, 0,
-                        "larger than " + std::to_string(options.max_bytes) +
-                            " bytes (LoadOptions::max_bytes)");
+      throw scxml_error(
+          problem::invalid, name, "", 0, 0,
+          "larger than " + std::to_string(options.max_bytes) + " bytes (LoadOptions::max_bytes)");
     return Loader(name, path_or_text, bindings, options).run();
   }
   const std::string path(path_or_text);

@@ -137,7 +137,8 @@ class Writer {
   void transition(pugi::xml_node parent, const ChartTransition& t) {
     pugi::xml_node n = parent.append_child("transition");
     if (!t.event.empty()) n.append_attribute("event") = t.event.c_str();
-    if (t.guard >= 0) n.append_attribute("cond") = cond(def_.guards[static_cast<std::size_t>(t.guard)]).c_str();
+    if (t.guard >= 0)
+      n.append_attribute("cond") = cond(def_.guards[static_cast<std::size_t>(t.guard)]).c_str();
     if (!t.targets.empty()) n.append_attribute("target") = targets(t).c_str();
     if (t.internal) n.append_attribute("type") = "internal";
     block(n, t.content);

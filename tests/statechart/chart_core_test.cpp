@@ -115,3 +115,22 @@ TEST_CASE("chart: build lists every problem") {
   CHECK(problems.size() >= 3);
   CHECK_THROWS_AS(b.build(), chart_error);
 }
+
+TEST_CASE("chart: a named guard over the data decides whether its transition is taken") {
+  struct Coins {
+    int n = 0;
+  };
+  ChartBuilder<Coins> b("c");
+  b.state("locked", [](auto& s) {
+    s.on("push").when("paid", [](const Coins& c) { return c.n > 0; }).to("open");
+    s.on("coin").call("add", [](Coins& c) { ++c.n; });
+  });
+  b.state("open");
+  Context ctx;
+  StateChart<Coins> chart(ctx, b.build());
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"locked"});
+  chart.send("coin");
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
+}
