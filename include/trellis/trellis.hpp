@@ -34,6 +34,7 @@
 #include "trellis/reactive/executor.hpp"
 #include "trellis/reactive/signal.hpp"
 #include "trellis/reactive/untracked.hpp"
+#include "trellis/scxml.hpp"
 #include "trellis/signals2/event_bus.hpp"
 #include "trellis/signals2/persist_events.hpp"
 #include "trellis/signals2/subscribe.hpp"

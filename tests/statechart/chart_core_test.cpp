@@ -130,3 +130,22 @@ TEST_CASE("chart: a named guard decides whether its transition is taken") {
   CHECK(other.send("go") == SendResult::Transitioned);
   CHECK(other.configuration() == std::vector<std::string>{"b"});
 }
+
+TEST_CASE("chart: a named guard over the data decides whether its transition is taken") {
+  struct Coins {
+    int n = 0;
+  };
+  ChartBuilder<Coins> b("c");
+  b.state("locked", [](auto& s) {
+    s.on("push").when("paid", [](const Coins& c) { return c.n > 0; }).to("open");
+    s.on("coin").call("add", [](Coins& c) { ++c.n; });
+  });
+  b.state("open");
+  Context ctx;
+  StateChart<Coins> chart(ctx, b.build());
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"locked"});
+  chart.send("coin");
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
+}
