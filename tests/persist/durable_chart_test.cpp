@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "persist_test_support.hpp"
@@ -402,4 +403,29 @@ TEST_CASE("durable chart: a chart without data persists null") {
   trellis::Context ctx;
   trellis::DurableStateChart<> chart(ctx, file, b.build());
   CHECK(chart.configuration() == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("durable chart: concurrent senders on a ThreadSafeContext lose no step across a reopen") {
+  trellis::ChartBuilder<Player> b("counter");
+  b.state("x", [](auto& s) { s.on("tick").call("count", [](Player& p) { ++p.ticks; }); });
+  const trellis::Chart<Player> chart_def = b.build();
+  ScratchDir dir;
+  const fs::path file = dir / "counter.json";
+  constexpr int threads = 4;
+  constexpr int each = 25;
+  {
+    trellis::ThreadSafeContext ctx;
+    trellis::ThreadSafeDurableStateChart<Player> chart(ctx, file, chart_def);
+    std::vector<std::thread> senders;
+    for (int t = 0; t < threads; ++t)
+      senders.emplace_back([&] {
+        for (int i = 0; i < each; ++i) (void)chart.send("tick");
+      });
+    for (auto& s : senders) s.join();
+    CHECK(chart.epoch() == threads * each);
+  }
+  trellis::ThreadSafeContext ctx;
+  trellis::ThreadSafeDurableStateChart<Player> chart(ctx, file, chart_def);
+  CHECK(chart.data().ticks == threads * each);
+  CHECK(chart.epoch() == threads * each);
 }

@@ -177,14 +177,12 @@ class BasicDurableStateChart : private detail::ChartStepHook {
   /// (each persisted). Throws what writing throws (persist_error, unwritable_value), the step
   /// undone in sync mode.
   SendResult send(const ChartEvent& e) {
-    Publish publish(*this);
-    return chart_->send(e);
+    return publishing([&] { return chart_->send(e); });
   }
   /// Delivers every delayed send due by the chart's clock, each as its own persisted
   /// macrostep, in due order; returns how many were delivered.
   std::size_t fire_due() {
-    Publish publish(*this);
-    return chart_->fire_due();
+    return publishing([&] { return chart_->fire_due(); });
   }
   std::optional<ChartClock::time_point> next_due() const { return chart_->next_due(); }
   std::vector<DelayedSend> pending_sends() const { return chart_->pending_sends(); }
@@ -276,17 +274,28 @@ class BasicDurableStateChart : private detail::ChartStepHook {
     detail::ChartSnapshot snapshot;
   };
 
-  /// Updates durable_through after a send or fire_due, whatever it threw.
-  struct Publish {
-    explicit Publish(BasicDurableStateChart& c) : chart(c) {}
-    Publish(const Publish&) = delete;
-    Publish& operator=(const Publish&) = delete;
-    ~Publish() {
-      detail::GraphLock lock(graph_of(*chart.ctx_));
-      chart.durable_->set(chart.writer_->durable_epoch());
+  /// Runs `f` (a send or fire_due), then updates durable_through, whatever `f` threw (its
+  /// error wins).
+  template <class F>
+  auto publishing(F f) {
+    std::exception_ptr err;
+    std::optional<decltype(f())> result;
+    try {
+      result.emplace(f());
+    } catch (...) {
+      err = std::current_exception();
     }
-    BasicDurableStateChart& chart;
-  };
+    {
+      detail::GraphLock lock(graph_of(*ctx_));
+      try {
+        durable_->set(writer_->durable_epoch());
+      } catch (...) {
+        if (!err) err = std::current_exception();
+      }
+    }
+    if (err) std::rethrow_exception(err);
+    return *result;
+  }
 
   nlohmann::json encode(const detail::ChartHolder<D>& h, const std::filesystem::path& file) const {
     nlohmann::json data;
