@@ -40,7 +40,7 @@ std::set<std::string> codes_in_the_code() {
   add(trellis::table_error("e"));
   add(trellis::phase_error("e"));
   using reason = trellis::recovery_error::reason;
-  for (int r = 0; r <= static_cast<int>(reason::bad_sequence); ++r) {
+  for (int r = 0; r <= static_cast<int>(reason::unknown_state); ++r) {
     add(trellis::recovery_error("f", static_cast<reason>(r), "d"));
   }
   add(trellis::sidecar_locked("f", std::nullopt));

@@ -58,6 +58,24 @@ struct ChartOptions {
 
 namespace detail {
 
+/// Told around each macrostep of a running chart, with the graph's lock held (durable charts
+/// persist through it). Either call may throw to refuse the step: the runner then commits
+/// nothing and the exception reaches the sender.
+class ChartStepHook {
+ public:
+  /// Before the instance processes an event (nothing has run yet).
+  virtual void before_step() = 0;
+  /// After it processed `e` (`took`: it took transitions; the pending sends may have changed
+  /// either way). A hook that throws puts the instance and its data back as they were.
+  virtual void after_step(const ChartEvent& e, bool took) = 0;
+
+ protected:
+  ChartStepHook() = default;
+  ChartStepHook(const ChartStepHook&) = default;
+  ChartStepHook& operator=(const ChartStepHook&) = default;
+  ~ChartStepHook() = default;
+};
+
 /// A running chart's data and interpreter, kept together (the instance points at the data).
 template <class D>
 struct ChartHolder {
@@ -80,6 +98,8 @@ struct ChartHolder {
   /// send can skip the lock when it has neither.
   std::atomic<bool> maybe_due{false};
   std::atomic<bool> maybe_error{false};
+  /// Told around each macrostep (set before the chart runs; nullptr: none).
+  ChartStepHook* hook = nullptr;
 };
 
 /// The transition function the machine runner calls, under the graph's lock: one macrostep.
@@ -89,8 +109,10 @@ struct ChartStep {
 
   std::optional<ChartConfiguration> operator()(const ChartConfiguration& current,
                                                const ChartEvent& e) {
+    if (h->hook != nullptr) h->hook->before_step();
     h->inst.clear_changes();
     const bool took = h->inst.process(e);
+    if (h->hook != nullptr) h->hook->after_step(e, took);
     if (!h->inst.pending_sends().empty()) h->maybe_due.store(true, std::memory_order_relaxed);
     if (h->inst.has_error()) h->maybe_error.store(true, std::memory_order_relaxed);
     if (!took) return std::nullopt;
@@ -133,18 +155,19 @@ class BasicStateChart {
   }
 
   /// Delivers every delayed send due by the chart's clock, each as its own macrostep, in due
-  /// order; returns how many were delivered.
+  /// order; returns how many were delivered. The context's lock is held from taking a send off
+  /// the queue until its macrostep is committed, so concurrent callers deliver in due order and
+  /// no other step sees the queue without a send that is not delivered yet.
   std::size_t fire_due() {
     std::size_t n = 0;
+    detail::GraphLock lock(graph_of(*ctx_));
     while (true) {
-      std::optional<ChartEvent> next;
-      {
-        detail::GraphLock lock(graph_of(*ctx_));
-        next = holder_->inst.take_due(holder_->clock->now());
-        if (!next && holder_->inst.pending_sends().empty())
+      std::optional<ChartEvent> next = holder_->inst.take_due(holder_->clock->now());
+      if (!next) {
+        if (holder_->inst.pending_sends().empty())
           holder_->maybe_due.store(false, std::memory_order_relaxed);
+        return n;
       }
-      if (!next) return n;
       deliver(*next);
       ++n;
     }
