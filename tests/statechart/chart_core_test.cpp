@@ -149,3 +149,21 @@ TEST_CASE("chart: a named guard over the data decides whether its transition is 
   chart.send("push");
   CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
 }
+
+TEST_CASE("chart: a delayed send that fell due before a send() is delivered before its event") {
+  // "tick" is due first: it must move a -> b before "go" (which only b accepts) arrives.
+  using namespace std::chrono_literals;
+  ChartBuilder<> b("c");
+  b.state("a", [](auto& s) {
+    s.on_entry().send("tick", 10ms);
+    s.on("tick").to("b");
+  });
+  b.state("b", [](auto& s) { s.on("go").to("c1"); });
+  b.state("c1");
+  ManualChartClock clock;
+  Context ctx;
+  StateChart<> chart(ctx, b.build(), {}, {.clock = &clock});
+  clock.advance(20ms);
+  CHECK(chart.send("go") == SendResult::Transitioned);
+  CHECK(chart.configuration() == std::vector<std::string>{"c1"});
+}

@@ -14,9 +14,10 @@
 ///   AsyncStateChart); inside `ctx.batch(...)` the macrosteps of the batch reach
 ///   `on_transition` as one (first before, last after).
 /// - Delayed sends (`ChartActions::send`, a builder's `.send(e, delay, id)`) are timed by the
-///   chart's clock; `send()` delivers the ones that are due after its own event, and
-///   `fire_due()` delivers them without sending anything (call it when `next_due()` passes).
-///   A zero delay is due at once: the event follows the macrostep that sent it.
+///   chart's clock; `send(e)` first delivers those already due (they were sent earlier),
+///   then `e`, then those its macrostep made due; `fire_due()` delivers them without sending
+///   anything (call it when `next_due()` passes). A zero delay is due at once: the event
+///   follows the macrostep that sent it, within the same `send()`.
 /// - An action that throws ends its block and raises `error.execution` (SCXML 5.9; the
 ///   event's data is the std::exception_ptr); a guard that throws is false and raises it too.
 /// - A macrostep that does not become stable within `ChartOptions::microstep_budget`
@@ -147,8 +148,12 @@ class BasicStateChart {
   ~BasicStateChart() { core_.reset(); }
 
   /// Processes `e` as one macrostep (Transitioned: it took transitions; Rejected: none was
-  /// enabled, or the chart is done), then delivers the delayed sends that are due.
+  /// enabled, or the chart is done); delayed sends already due are delivered before it, and
+  /// those due after it (a zero delay) after it, each as its own macrostep.
   SendResult send(const ChartEvent& e) {
+    // Sends that fell due before this call go first (they were sent earlier), then `e`, then
+    // the ones its macrostep made due (a zero delay).
+    if (holder_->maybe_due.load(std::memory_order_relaxed)) fire_due();
     const SendResult r = deliver(e);
     if (holder_->maybe_due.load(std::memory_order_relaxed)) fire_due();
     return r;
