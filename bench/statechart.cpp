@@ -16,11 +16,19 @@
 /// - `chart/StateChart/send_observed`: with an `in("streaming")` signal and an on_enter
 ///   observer attached.
 /// The final configuration is checked after each timed loop.
+///
+/// Loading (issue 13 §5: a 1,000-state SCXML file in at most 20 ms): `load/scxml/1000_states`
+/// is `trellis::scxml::load_text` on a generated document of 1,000 states (100 compound states
+/// of 9 atomic ones, 1,900 transitions), beside `baseline/pugixml/parse_1000_states`, the XML
+/// parse alone (pugixml, which the loader uses), and `build/ChartBuilder/1000_states`, the same
+/// chart built in code.
 
 #include <benchmark/benchmark.h>
 #include "bench_support.hpp"
 
+#include <pugixml.hpp>
 #include <trellis/machine/state_machine.hpp>
+#include <trellis/scxml/load.hpp>
 #include <trellis/statechart.hpp>
 
 #include <optional>
@@ -193,6 +201,82 @@ void chart_send_observed(benchmark::State& st) {
   benchmark::DoNotOptimize(streaming.get());
 }
 
+// --- loading a 1,000-state chart -------------------------------------------------------------
+constexpr int groups = 100;
+constexpr int leaves = 9;
+
+std::string big_scxml() {
+  std::string x = R"(<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="g0">)";
+  x += "\n";
+  for (int g = 0; g < groups; ++g) {
+    const std::string gid = "g" + std::to_string(g);
+    x += "  <state id=\"" + gid + "\">\n";
+    for (int l = 0; l < leaves; ++l) {
+      const std::string id = gid + "_s" + std::to_string(l);
+      const std::string next = gid + "_s" + std::to_string((l + 1) % leaves);
+      const std::string other = "g" + std::to_string((g + 1) % groups);
+      x += "    <state id=\"" + id + "\">\n";
+      x += "      <transition event=\"next\" target=\"" + next + "\"/>\n";
+      x += "      <transition event=\"jump\" target=\"" + other + "\"/>\n";
+      x += "    </state>\n";
+    }
+    x += "  </state>\n";
+  }
+  x += "</scxml>\n";
+  return x;
+}
+
+trellis::Chart<> big_built() {
+  trellis::ChartBuilder<> b("big");
+  for (int g = 0; g < groups; ++g) {
+    const std::string gid = "g" + std::to_string(g);
+    auto& group = b.state(gid);
+    for (int l = 0; l < leaves; ++l) {
+      auto& s = group.state(gid + "_s" + std::to_string(l));
+      s.on("next").to(gid + "_s" + std::to_string((l + 1) % leaves));
+      s.on("jump").to("g" + std::to_string((g + 1) % groups));
+    }
+  }
+  return b.build();
+}
+
+void load_1000(benchmark::State& st) {
+  const std::string text = big_scxml();
+  std::size_t states = 0;
+  for (auto _ : st) {
+    trellis::Chart<> c = trellis::scxml::load_text(text);
+    states = c.definition().states.size();
+    benchmark::DoNotOptimize(states);
+  }
+  check(st, states == 1 + groups * (leaves + 1), "wrong number of states");
+  st.counters["bytes"] = static_cast<double>(text.size());
+}
+
+void pugixml_parse_1000(benchmark::State& st) {
+  const std::string text = big_scxml();
+  std::size_t elements = 0;
+  for (auto _ : st) {
+    pugi::xml_document doc;
+    doc.load_buffer(text.data(), text.size());
+    elements = 0;
+    for (pugi::xml_node g : doc.first_child().children())
+      for (pugi::xml_node s : g.children())
+        elements += 1 + static_cast<std::size_t>(std::distance(s.begin(), s.end()));
+    benchmark::DoNotOptimize(elements);
+  }
+  check(st, elements == groups * leaves * 3, "wrong number of elements");
+}
+
+void build_1000(benchmark::State& st) {
+  std::size_t states = 0;
+  for (auto _ : st) {
+    trellis::Chart<> c = big_built();
+    states = c.definition().states.size();
+    benchmark::DoNotOptimize(states);
+  }
+  check(st, states == 1 + groups * (leaves + 1), "wrong number of states");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +287,11 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("chart/ThreadSafeStateChart/send",
                                chart_send<trellis::ThreadSafeContext>);
   benchmark::RegisterBenchmark("chart/StateChart/send_observed", chart_send_observed);
+  benchmark::RegisterBenchmark("baseline/pugixml/parse_1000_states", pugixml_parse_1000)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("load/scxml/1000_states", load_1000)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("build/ChartBuilder/1000_states", build_1000)
+      ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
