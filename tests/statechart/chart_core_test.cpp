@@ -134,3 +134,19 @@ TEST_CASE("chart: a named guard over the data decides whether its transition is 
   chart.send("push");
   CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
 }
+
+TEST_CASE("chart: a shallow history's default may name a grandchild") {
+  ChartBuilder<> b("c");
+  b.state("a", [](auto& s) { s.on("t1").to("h"); });
+  b.state("b", [](auto& s) {
+    s.history("h", History::shallow, "b12");
+    s.state("b1", [](auto& x) {
+      x.state("b11");
+      x.state("b12");
+    });
+  });
+  Context ctx;
+  StateChart<> chart(ctx, b.build());
+  chart.send("t1");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"b12"});
+}
