@@ -20,6 +20,7 @@
 #include "trellis/machine/transition_function.hpp"
 #include "trellis/machine/transition_table.hpp"
 #include "trellis/persist/durability.hpp"
+#include "trellis/persist/durable_state_chart.hpp"
 #include "trellis/persist/durable_state_machine.hpp"
 #include "trellis/persist/failpoint.hpp"
 #include "trellis/persist/journal.hpp"

@@ -45,7 +45,7 @@ std::set<std::string> codes_in_the_code() {
     add(trellis::scxml::scxml_error(p, "f", "e", 1, 1, "r"));
   }
   using reason = trellis::recovery_error::reason;
-  for (int r = 0; r <= static_cast<int>(reason::bad_sequence); ++r) {
+  for (int r = 0; r <= static_cast<int>(reason::unknown_state); ++r) {
     add(trellis::recovery_error("f", static_cast<reason>(r), "d"));
   }
   add(trellis::sidecar_locked("f", std::nullopt));
