@@ -150,6 +150,22 @@ TEST_CASE("chart: a named guard over the data decides whether its transition is 
   CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
 }
 
+TEST_CASE("chart: a shallow history's default may name a grandchild") {
+  ChartBuilder<> b("c");
+  b.state("a", [](auto& s) { s.on("t1").to("h"); });
+  b.state("b", [](auto& s) {
+    s.history("h", History::shallow, "b12");
+    s.state("b1", [](auto& x) {
+      x.state("b11");
+      x.state("b12");
+    });
+  });
+  Context ctx;
+  StateChart<> chart(ctx, b.build());
+  chart.send("t1");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"b12"});
+}
+
 TEST_CASE("chart: a delayed send that fell due before a send() is delivered before its event") {
   // "tick" is due first: it must move a -> b before "go" (which only b accepts) arrives.
   using namespace std::chrono_literals;

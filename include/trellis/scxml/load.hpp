@@ -17,7 +17,8 @@
 ///   default `<transition>`), `<transition>` (`event`, `cond`, `target` (space-separated),
 ///   `type` internal or external), `<onentry>`, `<onexit>`;
 /// - executable content: `<raise event>`, `<send event>` to the chart itself (no `target`, or
-///   `#_internal`, which raises, or `#_scxml_<session>`) with `delay` ("2s", "500ms", ".5s",
+///   `#_internal`, which raises; any other target, `#_scxml_<session>` included, is refused)
+///   with `delay` ("2s", "500ms", ".5s",
 ///   "1m", "1h", "1d"; whole milliseconds) and `id`, `<cancel sendid>`, `<log>` (a no-op: its
 ///   `label` is kept for diagrams and `save`, its `expr` ignored), and
 ///   `<trellis:call name="x"/>` with `xmlns:trellis="https://trellis.dev/scxml"`: the action
