@@ -32,8 +32,8 @@ inline trellis::Chart<Player> player_chart() {
     on.history("on.resume", trellis::History::deep, "stopped");
     on.on("power").to("off");
     on.on("next")
-        .when("has next", [](const Player& p) { return p.track < p.tracks; })
-        .call("next track", [](Player& p) { ++p.track; });
+        .when("has_next", [](const Player& p) { return p.track < p.tracks; })
+        .call("next_track", [](Player& p) { ++p.track; });
     on.state("stopped", [](auto& s) { s.on("play").to("playing"); });
     on.parallel("playing", [](auto& p) {
       p.history("playing.resume", trellis::History::deep, "video", "audio");
@@ -43,7 +43,7 @@ inline trellis::Chart<Player> player_chart() {
         v.state("buffering", [](auto& s) {
           s.on_entry().send("buffered", 500ms, "buffer-timer");
           s.on_exit().cancel("buffer-timer");
-          s.on("buffered").to("streaming").call("count", [](Player& p) { ++p.buffered; });
+          s.on("buffered").to("streaming").call("count_buffered", [](Player& p) { ++p.buffered; });
         });
         v.state("streaming", [](auto& s) { s.on("stall").to("buffering"); });
       });

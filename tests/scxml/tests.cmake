@@ -5,7 +5,11 @@
 
 trellis_add_test_executable(trellis_scxml_tests LAYERS scxml
   ${CMAKE_CURRENT_LIST_DIR}/load_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/save_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/save_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/media_player_test.cpp)
+target_include_directories(trellis_scxml_tests PRIVATE ${PROJECT_SOURCE_DIR}/examples)
+target_compile_definitions(trellis_scxml_tests PRIVATE
+  TRELLIS_MEDIA_PLAYER_SCXML="${PROJECT_SOURCE_DIR}/examples/media_player/media_player.scxml")
 add_test(NAME trellis_scxml_tests COMMAND trellis_scxml_tests)
 set_tests_properties(trellis_scxml_tests PROPERTIES LABELS "scxml" TIMEOUT 300)
 

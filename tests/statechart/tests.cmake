@@ -20,15 +20,20 @@ set_tests_properties(trellis_statechart_tools_tests PROPERTIES LABELS "statechar
 
 # The README's statechart section: the chart and the runner lines are exact excerpts of the
 # media player example.
-foreach(spec IN ITEMS "chart|media_player.hpp|1" "runner|media_player.cpp|2")
+foreach(spec IN ITEMS "chart|examples/media_player/media_player.hpp|1|cpp"
+                      "scxml|examples/media_player/media_player.scxml|1|xml"
+                      "bindings|tests/scxml/media_player_test.cpp|2|cpp"
+                      "runner|examples/media_player/media_player.cpp|3|cpp")
   string(REPLACE "|" ";" spec "${spec}")
   list(GET spec 0 name)
   list(GET spec 1 source)
   list(GET spec 2 block)
+  list(GET spec 3 fence)
   add_test(NAME trellis_statechart_readme_excerpt.${name}
     COMMAND ${CMAKE_COMMAND}
       -DREADME=${PROJECT_SOURCE_DIR}/README.md
-      -DSOURCE=${PROJECT_SOURCE_DIR}/examples/media_player/${source}
+      -DSOURCE=${PROJECT_SOURCE_DIR}/${source}
+      -DFENCE=${fence}
       "-DHEADING=## Statecharts"
       -DBLOCK=${block}
       -P ${PROJECT_SOURCE_DIR}/cmake/CheckReadmeExcerpt.cmake)
