@@ -212,7 +212,10 @@ class TransitionBuilder : public detail::ContentBuilder<D, TransitionBuilder<D>>
   /// The named guard; a transition has at most one (combine conditions inside it).
   template <class G>
   TransitionBuilder& when(std::string name, G guard) {
-    set_guard(ChartGuard{std::move(name), detail::erase_guard<D>(std::move(guard))});
+    ChartGuard g;  // named members: -Wmissing-field-initializers in users' builds
+    g.name = std::move(name);
+    g.fn = detail::erase_guard<D>(std::move(guard));
+    set_guard(std::move(g));
     registry_->data_type = &typeid(D);
     return *this;
   }
