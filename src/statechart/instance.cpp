@@ -288,6 +288,9 @@ void ChartInstance::add_ancestors(int s, int ancestor, int depth) {
 void ChartInstance::enter_states(const std::vector<int>& ts) {
   to_enter_.clear();
   default_entry_.clear();
+  // defaultHistoryContent belongs to this call: a default whose parent is not entered (an
+  // internal transition into its own history) must not run at a later entry.
+  std::fill(history_content_.begin(), history_content_.end(), -1);
   std::vector<int> effective;
   for (int t : ts) {
     const ChartTransition& tr = def_->transition(t);

@@ -596,6 +596,28 @@ TEST_CASE("chart semantics: a history's default content does not run once histor
   CHECK(rig.news() == Lines{"+s", "+s1"});
 }
 
+TEST_CASE("chart semantics: a history default content not run is not kept for a later entry") {
+  ChartBuilder<Log> b("c");
+  b.state("s", [](auto& s) {
+    traced(s);
+    s.history("h", History::deep, "s1").call("default", say("default"));
+    s.state("s1", trace());
+    // Internal, into the history: s is not entered, so the default content has no entry to
+    // follow (defaultHistoryContent belongs to one enterStates call).
+    s.on("again").internal().to("h");
+    s.on("leave").to("out");
+  });
+  b.state("out", [](auto& s) { s.on("in").to("s"); });
+  Rig rig(b);
+  rig.news();
+  rig.chart.send("again");
+  CHECK(rig.news() == Lines{"-s1", "+s1"});
+  rig.chart.send("leave");
+  rig.news();
+  rig.chart.send("in");  // s's own initial, not its history
+  CHECK(rig.news() == Lines{"+s", "+s1"});
+}
+
 namespace {
 
 /// two_regions with a history of kind `kind` in p (default: region r1), left for "out".
