@@ -11,8 +11,9 @@
 ///   half-processed step, and no event is lost under concurrent sends.
 /// - Observers (`on_enter`, `on_exit`, `on_transition`) run after the commit in registration
 ///   order, as the flat machines' do (on the sending thread, or on the executor for
-///   AsyncStateChart); inside `ctx.batch(...)` the macrosteps of the batch reach
-///   `on_transition` as one (first before, last after).
+///   AsyncStateChart); inside `ctx.batch(...)` the macrosteps of the batch reach them as one
+///   (first before, last after). `on_enter`/`on_exit` compare the committed configurations:
+///   a state active only in the middle of a macrostep (or of a batch) is not reported.
 /// - Delayed sends (`ChartActions::send`, a builder's `.send(e, delay, id)`) are timed by the
 ///   chart's clock; `send()` delivers the ones that are due after its own event, and
 ///   `fire_due()` delivers them without sending anything (call it when `next_due()` passes).
@@ -198,25 +199,30 @@ class BasicStateChart {
     return f(std::as_const(holder_->data));
   }
 
-  /// Calls `f()` each time state `id` is entered (an external self-transition enters again).
+  /// Calls `f()` each time state `id` becomes active in a committed step: inactive before and
+  /// active after, or exited and entered again by the step (an external self-transition). A
+  /// state active only between the microsteps of one macrostep (or the macrosteps of one
+  /// batch) was never committed and is not reported; so entries minus exits told so far is
+  /// always whether the state is active.
   template <class F>
   [[nodiscard]] Subscription on_enter(std::string_view id, F f) {
     static_assert(std::is_invocable_v<F&>, "trellis: on_enter(id, f) needs f()");
     const int s = chart_.definition().index_of(id);
     return observe([s, f = std::move(f)](const ChartConfiguration& from,
                                          const ChartConfiguration& to) mutable {
-      if (to.entered().contains(s) || (to.contains(s) && !from.contains(s))) f();
+      if (to.contains(s) && (!from.contains(s) || reentered(to, s))) f();
     });
   }
 
-  /// Calls `f()` each time state `id` is exited.
+  /// Calls `f()` each time state `id` stops being active in a committed step (or is exited
+  /// and entered again by it); see on_enter.
   template <class F>
   [[nodiscard]] Subscription on_exit(std::string_view id, F f) {
     static_assert(std::is_invocable_v<F&>, "trellis: on_exit(id, f) needs f()");
     const int s = chart_.definition().index_of(id);
     return observe([s, f = std::move(f)](const ChartConfiguration& from,
                                          const ChartConfiguration& to) mutable {
-      if (to.exited().contains(s) || (from.contains(s) && !to.contains(s))) f();
+      if (from.contains(s) && (!to.contains(s) || reentered(to, s))) f();
     });
   }
 
@@ -260,6 +266,11 @@ class BasicStateChart {
       if (err) std::rethrow_exception(err);
     }
     return r;
+  }
+
+  /// Whether the (last) macrostep leading to `to` exited `s` and entered it again.
+  static bool reentered(const ChartConfiguration& to, int s) noexcept {
+    return to.entered().contains(s) && to.exited().contains(s);
   }
 
   template <class F>
