@@ -10,3 +10,16 @@ trellis_add_test_executable(trellis_statechart_tests LAYERS statechart
   ${CMAKE_CURRENT_LIST_DIR}/runner_test.cpp)
 add_test(NAME trellis_statechart_tests COMMAND trellis_statechart_tests)
 set_tests_properties(trellis_statechart_tests PROPERTIES LABELS "statechart" TIMEOUT 300)
+
+# The runners under threads and on the asynchronous executor (the TSan job runs these).
+trellis_add_test_executable(trellis_statechart_concurrency_tests LAYERS statechart tbb
+  ${CMAKE_CURRENT_LIST_DIR}/chart_concurrency_test.cpp)
+add_test(NAME trellis_statechart_concurrency_tests COMMAND trellis_statechart_concurrency_tests)
+set_tests_properties(trellis_statechart_concurrency_tests PROPERTIES LABELS "concurrency"
+                                                                     TIMEOUT 600)
+if(TRELLIS_SANITIZE STREQUAL "thread")
+  # The same suppressions as trellis_concurrency_tests: see support/tsan.supp.
+  set_tests_properties(trellis_statechart_concurrency_tests PROPERTIES
+    ENVIRONMENT
+      "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()
