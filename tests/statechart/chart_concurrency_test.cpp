@@ -270,6 +270,38 @@ TEST_CASE("thread-safe chart: the data and the configuration change together") {
   }
 }
 
+TEST_CASE("thread-safe chart: a livelock is thrown to the send that caused it") {
+  for (const int threads : thread_counts) {
+    CAPTURE(threads);
+    ChartBuilder<Log> b("c");
+    b.state("s", [](auto& s) {
+      s.on("loop").raise("ping");
+      s.on("ping").raise("ping");
+      s.on("inc").call("count", [](Log& l) { ++l.count; });
+    });
+    ThreadSafeContext ctx;
+    ChartOptions options;
+    options.microstep_budget = 20;
+    ThreadSafeStateChart<Log> chart(ctx, b.build(), Log{}, options);
+    const int sends = scaled(5'000, 200);
+    const Deadline deadline(10s);
+    std::atomic<int> wrong{0};
+    run_together(threads, [&](int t) {
+      const bool looper = t % 2 == 0;
+      for (int k = 0; k < sends && !deadline.passed(); ++k) {
+        bool threw = false;
+        try {
+          (void)chart.send(looper ? "loop" : "inc");
+        } catch (const chart_livelock&) {
+          threw = true;
+        }
+        if (threw != looper) ++wrong;
+      }
+    });
+    CHECK(wrong.load() == 0);
+  }
+}
+
 TEST_CASE("async chart: send is synchronous; observers run later, in commit order") {
   AsyncContext ctx;
   AsyncStateChart<Log> chart(ctx, counter().build());

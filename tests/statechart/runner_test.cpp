@@ -253,3 +253,30 @@ TEST_CASE_TEMPLATE("chart runner: an observer's send is committed at once and to
   CHECK(inside == Lines{"x"});
   CHECK(told == std::vector<std::pair<Lines, Lines>>{{{"x"}, {"y"}}, {{"y"}, {"x"}}});
 }
+
+TEST_CASE_TEMPLATE("chart runner: a livelock in an observer's send is thrown there, not outside",
+                   Ctx, CHART_SYNC_CONTEXTS) {
+  ChartBuilder<Log> b("c");
+  b.state("x", [](auto& s) { s.on("go").to("y"); });
+  b.state("y", [](auto& s) {
+    s.on("loop").raise("ping");
+    s.on("ping").raise("ping");
+  });
+  Ctx ctx;
+  ChartOptions options;
+  options.microstep_budget = 20;
+  BasicStateChart<Log, Ctx> chart(ctx, b.build(), Log{}, options);
+  bool inner_threw = false;
+  const auto s =
+      chart.on_transition([&](const ChartConfiguration& before, const ChartConfiguration&) {
+        if (!before.contains("x")) return;  // only for x -> y
+        try {
+          (void)chart.send("loop");
+        } catch (const chart_livelock&) {
+          inner_threw = true;
+        }
+      });
+  CHECK_NOTHROW((void)chart.send("go"));
+  CHECK(inner_threw);
+  CHECK_THROWS_AS((void)chart.send("loop"), chart_livelock);
+}

@@ -77,11 +77,18 @@ struct ChartHolder {
   D data;
   const ChartClock* clock;
   ChartInstance inst;
-  /// Set (under the graph's lock) when the instance has queued sends or an error, so that a
-  /// send can skip the lock when it has neither.
+  /// Set (under the graph's lock) when the instance has queued sends, so that a send can skip
+  /// the lock when there are none.
   std::atomic<bool> maybe_due{false};
-  std::atomic<bool> maybe_error{false};
 };
+
+/// The error (chart_livelock) of the last macrostep the calling thread ran: ChartStep moves it
+/// here under the graph's lock, and the send that ran the step takes it, so that another
+/// thread's send never throws it. Per thread, and saved around nested sends (an observer's).
+inline std::exception_ptr& chart_step_error() noexcept {
+  static thread_local std::exception_ptr error;
+  return error;
+}
 
 /// The transition function the machine runner calls, under the graph's lock: one macrostep.
 template <class D>
@@ -93,7 +100,7 @@ struct ChartStep {
     h->inst.clear_changes();
     const bool took = h->inst.process(e);
     if (!h->inst.pending_sends().empty()) h->maybe_due.store(true, std::memory_order_relaxed);
-    if (h->inst.has_error()) h->maybe_error.store(true, std::memory_order_relaxed);
+    if (h->inst.has_error()) chart_step_error() = h->inst.take_error();
     if (!took) return std::nullopt;
     return h->snapshot(current.step() + 1);
   }
@@ -255,16 +262,16 @@ class BasicStateChart {
   }
 
   SendResult deliver(const ChartEvent& e) {
-    const SendResult r = core_->send(e);
-    if (holder_->maybe_error.load(std::memory_order_relaxed)) {
-      std::exception_ptr err;
-      {
-        detail::GraphLock lock(graph_of(*ctx_));
-        err = holder_->inst.take_error();
-        holder_->maybe_error.store(false, std::memory_order_relaxed);
-      }
-      if (err) std::rethrow_exception(err);
+    std::exception_ptr& slot = detail::chart_step_error();
+    std::exception_ptr outer = std::exchange(slot, nullptr);  // a send around this one
+    SendResult r = SendResult::Rejected;
+    try {
+      r = core_->send(e);
+    } catch (...) {
+      slot = std::move(outer);
+      throw;
     }
+    if (std::exception_ptr err = std::exchange(slot, std::move(outer))) std::rethrow_exception(err);
     return r;
   }
 
