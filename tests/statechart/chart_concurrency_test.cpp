@@ -120,6 +120,42 @@ bool whole(const ChartConfiguration& c) {
 
 }  // namespace
 
+TEST_CASE("thread-safe chart: due sends fired from several threads arrive in due order") {
+  for (const int threads : thread_counts) {
+    CAPTURE(threads);
+    // "arm" queues n sends 1 ms apart, each carrying its index; "fire" logs the index.
+    const int n = scaled(2'000, 200);
+    ChartBuilder<Log> b("c");
+    b.state("s", [n](auto& s) {
+      s.on("arm").call("arm", [n](ChartActions& ops) {
+        for (int i = 0; i < n; ++i)
+          ops.send(ChartEvent("fire", i), std::chrono::milliseconds(i), "");
+      });
+      s.on("fire").call("log", [](Log& l, const ChartEvent& e) {
+        l.lines.push_back(std::to_string(*e.data_as<int>()));
+      });
+    });
+    ManualChartClock clock;
+    ChartOptions options;
+    options.clock = &clock;
+    ThreadSafeContext ctx;
+    ThreadSafeStateChart<Log> chart(ctx, b.build(), Log{}, options);
+    chart.send("arm");  // delivers the send due at once (index 0) itself
+    clock.advance(std::chrono::milliseconds(n));
+    std::atomic<std::size_t> fired{0};
+    run_together(threads, [&](int) { fired += chart.fire_due(); });
+    CHECK(fired.load() == static_cast<std::size_t>(n - 1));
+    const chart_test::Lines lines = chart.data().lines;
+    REQUIRE(lines.size() == static_cast<std::size_t>(n));
+    int out_of_order = 0;
+    for (int i = 0; i < n; ++i)
+      if (lines[static_cast<std::size_t>(i)] != std::to_string(i)) ++out_of_order;
+    CHECK(out_of_order == 0);
+  }
+}
+
+// --- AsyncStateChart ---------------------------------------------------------------------------
+
 // --- ThreadSafeStateChart ----------------------------------------------------------------------
 
 TEST_CASE("thread-safe chart: concurrent sends lose no event") {
@@ -301,6 +337,8 @@ TEST_CASE("thread-safe chart: a livelock is thrown to the send that caused it") 
     CHECK(wrong.load() == 0);
   }
 }
+
+// --- AsyncStateChart ---------------------------------------------------------------------------
 
 TEST_CASE("async chart: send is synchronous; observers run later, in commit order") {
   AsyncContext ctx;

@@ -141,18 +141,18 @@ class BasicStateChart {
   }
 
   /// Delivers every delayed send due by the chart's clock, each as its own macrostep, in due
-  /// order; returns how many were delivered.
+  /// order (also when several threads call it: each send is taken and delivered under the
+  /// context's lock); returns how many this call delivered.
   std::size_t fire_due() {
     std::size_t n = 0;
     while (true) {
-      std::optional<ChartEvent> next;
-      {
-        detail::GraphLock lock(graph_of(*ctx_));
-        next = holder_->inst.take_due(holder_->clock->now());
-        if (!next && holder_->inst.pending_sends().empty())
+      detail::GraphLock lock(graph_of(*ctx_));
+      std::optional<ChartEvent> next = holder_->inst.take_due(holder_->clock->now());
+      if (!next) {
+        if (holder_->inst.pending_sends().empty())
           holder_->maybe_due.store(false, std::memory_order_relaxed);
+        return n;
       }
-      if (!next) return n;
       deliver(*next);
       ++n;
     }
