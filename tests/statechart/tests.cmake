@@ -23,3 +23,10 @@ if(TRELLIS_SANITIZE STREQUAL "thread")
     ENVIRONMENT
       "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
 endif()
+
+# Builder misuse fails to compile with a message that lists what is accepted.
+trellis_add_compile_fail_tests(trellis_statechart_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
+  "guard_wrong_signature|a chart guard must be callable as|20"
+  "guard_not_bool|a chart guard must be callable as|20"
+  "action_wrong_signature|a chart action must be callable as|20"
+  "control|")
