@@ -3,7 +3,8 @@
 # "// ..." that mark an omission, aside); and the block ends within the README's first 40 lines.
 # With -DHEADING="## Some heading", the block checked is instead the first ```cpp block after
 # the README line equal to HEADING, wherever it ends. With -DFENCE=mermaid (or another info
-# string), the block checked is the first ```mermaid block instead of ```cpp.
+# string), the block checked is the first ```mermaid block instead of ```cpp. With -DBLOCK=N
+# (with HEADING), the N-th such block after the heading is checked instead of the first.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -31,6 +32,14 @@ else()
   set(_which "first example")
   set(_seeking FALSE)
 endif()
+if(NOT DEFINED BLOCK)
+  set(BLOCK 1)
+endif()
+if(NOT BLOCK EQUAL 1)
+  set(_which "example ${BLOCK} after '${HEADING}'")
+endif()
+set(_skip_blocks ${BLOCK})
+math(EXPR _skip_blocks "${BLOCK} - 1")
 set(_in_block FALSE)
 set(_block "")
 set(_lineno 0)
@@ -43,6 +52,12 @@ foreach(_line IN LISTS _readme)
   elseif(NOT _in_block AND _line STREQUAL "```${FENCE}")
     set(_in_block TRUE)
   elseif(_in_block AND _line STREQUAL "```")
+    if(_skip_blocks GREATER 0)
+      math(EXPR _skip_blocks "${_skip_blocks} - 1")
+      set(_in_block FALSE)
+      set(_block "")
+      continue()
+    endif()
     set(_end ${_lineno})
     break()
   elseif(_in_block)

@@ -6,4 +6,5 @@
 
 #include "trellis/statechart/builder.hpp"
 #include "trellis/statechart/chart.hpp"
+#include "trellis/statechart/diagram.hpp"
 #include "trellis/statechart/state_chart.hpp"

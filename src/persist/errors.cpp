@@ -60,7 +60,9 @@ recovery_error::recovery_error(std::filesystem::path file, reason why, std::stri
   X(foreign_machine)                \
   X(bad_state)                      \
   X(future_schema)                  \
-  X(bad_sequence)
+  X(bad_sequence)                   \
+  X(wrong_kind)                     \
+  X(unknown_state)
 
 std::string_view recovery_error::name(reason why) noexcept {
   switch (why) {

@@ -61,9 +61,13 @@ std::string encode_sidecar(const SidecarRecord& record) {
   const std::string schema = std::to_string(record.schema);
   const std::string state = record.state.dump();
   const std::string updated_at = nlohmann::json(record.updated_at).dump();
-  const std::string version = std::to_string(sidecar_version);
+  // A flat machine's sidecar stays at version 1 (no "kind"), which older builds read; a
+  // statechart's is version 2, which they refuse rather than misread.
+  const bool chart = record.kind == SidecarKind::statechart;
+  const std::string version = chart ? "2" : "1";
+  const std::string kind = chart ? ",\"kind\":\"statechart\"" : "";
 
-  const std::string canonical = "{\"epoch\":" + epoch + ",\"format\":" + format +
+  const std::string canonical = "{\"epoch\":" + epoch + ",\"format\":" + format + kind +
                                 ",\"machine\":" + machine + ",\"schema\":" + schema +
                                 ",\"state\":" + state + ",\"updated_at\":" + updated_at +
                                 ",\"version\":" + version + "}";
@@ -73,6 +77,7 @@ std::string encode_sidecar(const SidecarRecord& record) {
   out.reserve(canonical.size() + checksum.size() + 32);
   out += "{\"format\":" + format;
   out += ",\"version\":" + version;
+  out += kind;
   out += ",\"machine\":" + machine;
   out += ",\"schema\":" + schema;
   out += ",\"epoch\":" + epoch;
@@ -156,6 +161,20 @@ SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_m
   record.schema = schema->get<int>();
   record.state = std::move(doc["state"]);
   record.updated_at = std::move(doc["updated_at"].get_ref<std::string&>());
+  if (version >= 2) {
+    // Version 2 says what the state is; version 1 files are flat machines' (a "kind" member
+    // there is an unknown extra member, ignored).
+    const auto kind = doc.find("kind");
+    if (kind == doc.end()) refuse(file, {reason::bad_field, "\"kind\" is missing"});
+    if (*kind == "machine") {
+      record.kind = SidecarKind::machine;
+    } else if (*kind == "statechart") {
+      record.kind = SidecarKind::statechart;
+    } else {
+      refuse(file, {reason::bad_field,
+                    "\"kind\" is " + kind->dump() + ", expected \"machine\" or \"statechart\""});
+    }
+  }
   return record;
 }
 

@@ -30,7 +30,8 @@ void SnapshotWriter::make_unusable(const std::string& why) {
 
 void SnapshotWriter::write_sidecar(const nlohmann::json& state, std::uint64_t epoch) const {
   store_sidecar(config_.path,
-                SidecarRecord{config_.name, epoch, config_.schema_version, state, iso8601_utc()},
+                SidecarRecord{config_.name, epoch, config_.schema_version, state, iso8601_utc(),
+                              config_.kind},
                 config_.file_mode);
 }
 

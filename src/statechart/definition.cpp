@@ -31,8 +31,13 @@ bool event_matches(std::string_view descriptors, std::string_view name) noexcept
 }
 
 bool ChartTransition::matches(std::string_view name) const noexcept {
-  for (const std::string& d : descriptors)
-    if (descriptor_matches(d, name)) return true;
+  if (any_event) return true;
+  for (const std::string& d : descriptors) {
+    // normalized by finish(): a prefix on a '.' boundary
+    if (name.size() >= d.size() && !d.empty() && d[0] == name[0] &&
+        name.compare(0, d.size(), d) == 0 && (name.size() == d.size() || name[d.size()] == '.'))
+      return true;
+  }
   return false;
 }
 
@@ -78,8 +83,8 @@ std::vector<std::string> ChartDefinition::ids(const StateSet& set) const {
 
 StateSet ChartDefinition::atomic(const StateSet& set) const {
   StateSet out(states.size());
-  for (int s = set.next(-1); s >= 0; s = set.next(s))
-    if (state(s).is_atomic()) out.insert(s);
+  for (int s = set.next_in(atomic_states, -1); s >= 0; s = set.next_in(atomic_states, s))
+    out.insert(s);
   return out;
 }
 
@@ -127,12 +132,42 @@ void ChartDefinition::finish() {
       while (i < t.event.size() && t.event[i] == ' ') ++i;
       std::size_t j = i;
       while (j < t.event.size() && t.event[j] != ' ') ++j;
-      if (j > i) t.descriptors.push_back(t.event.substr(i, j - i));
+      if (j > i) {
+        const std::string raw = t.event.substr(i, j - i);
+        std::string d = raw;
+        if (d.size() >= 2 && d.compare(d.size() - 2, 2, ".*") == 0) d.resize(d.size() - 2);
+        while (!d.empty() && d.back() == '.') d.pop_back();
+        if (raw == "*") t.any_event = true;
+        // "*" stays as a descriptor (so the transition is not eventless); "." keeps its text
+        t.descriptors.push_back(d.empty() || raw == "*" ? raw : d);
+      }
       i = j;
     }
     const bool via_history = std::any_of(t.targets.begin(), t.targets.end(),
                                          [&](int x) { return state(x).is_history(); });
     t.domain = via_history ? -2 : detail::chart_domain(*this, t, t.targets);
+  }
+  for (ChartState& st : states) {
+    st.event_candidates.clear();
+    st.eventless_candidates.clear();
+    for (int t : st.transitions)
+      (transition(t).eventless() ? st.eventless_candidates : st.event_candidates).push_back(t);
+    if (st.parent >= 0) {
+      const ChartState& p = state(st.parent);  // earlier in preorder: already filled
+      st.event_candidates.insert(st.event_candidates.end(), p.event_candidates.begin(),
+                                 p.event_candidates.end());
+      st.eventless_candidates.insert(st.eventless_candidates.end(), p.eventless_candidates.begin(),
+                                     p.eventless_candidates.end());
+    }
+    st.eventless_chain = !st.eventless_candidates.empty();
+  }
+  atomic_states.resize(states.size());
+  history_parents.resize(states.size());
+  has_eventless = false;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (states[i].is_atomic()) atomic_states.insert(static_cast<int>(i));
+    if (!states[i].histories.empty()) history_parents.insert(static_cast<int>(i));
+    has_eventless = has_eventless || states[i].eventless_chain;
   }
 }
 

@@ -47,7 +47,8 @@ ChartInstance::ChartInstance(const ChartInstance& o)
       set_b_(o.set_b_),
       to_enter_(o.to_enter_),
       default_entry_(o.default_entry_),
-      history_content_(o.history_content_) {}
+      history_content_(o.history_content_),
+      entry_cache_(o.entry_cache_) {}
 
 // interpret(): enter the document's initial transition, then run to a stable configuration.
 void ChartInstance::start() {
@@ -67,8 +68,8 @@ bool ChartInstance::process(const ChartEvent& e) {
     current_ = &none_;
     return false;
   }
-  std::vector<int> ts = enabled_;  // microstep reuses the scratch lists
-  microstep(ts);
+  step_.swap(enabled_);  // microstep reuses the scratch lists
+  microstep(step_);
   macrostep();
   current_ = &none_;
   return true;
@@ -87,7 +88,6 @@ bool ChartInstance::enabled(const ChartEvent& e) {
 // The inner loop of mainEventLoop: eventless transitions, then internal events, until stable.
 void ChartInstance::macrostep() {
   std::size_t steps = 0;
-  std::vector<int> ts;
   while (running_) {
     select(nullptr, enabled_);
     if (enabled_.empty()) {
@@ -98,8 +98,8 @@ void ChartInstance::macrostep() {
       select(&internal_event_, enabled_);
     }
     if (!enabled_.empty()) {
-      ts = enabled_;
-      microstep(ts);
+      step_.swap(enabled_);
+      microstep(step_);
     }
     if (++steps > budget_) {
       internal_.clear();
@@ -130,19 +130,19 @@ bool ChartInstance::guard_holds(const ChartTransition& t, const ChartEvent& e) {
 // the first enabled transition of it or its nearest ancestor; then the conflicts removed.
 void ChartInstance::select(const ChartEvent* e, std::vector<int>& out) {
   out.clear();
+  if (e == nullptr && !def_->has_eventless) return;
   const ChartEvent& ev = e != nullptr ? *e : *current_;
-  for (int s = config_.next(-1); s >= 0; s = config_.next(s)) {
-    if (!def_->state(s).is_atomic()) continue;
-    bool found = false;
-    for (int st = s; st >= 0 && !found; st = def_->state(st).parent) {
-      for (int t : def_->state(st).transitions) {
-        const ChartTransition& tr = def_->transition(t);
-        if (e == nullptr ? !tr.eventless() : (tr.eventless() || !tr.matches(e->name))) continue;
-        if (!guard_holds(tr, ev)) continue;
-        if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-        found = true;
-        break;
-      }
+  const StateSet& atomic = def_->atomic_states;
+  for (int s = config_.next_in(atomic, -1); s >= 0; s = config_.next_in(atomic, s)) {
+    const ChartState& st = def_->state(s);
+    // [s] + its proper ancestors, each one's transitions in document order, flattened: the
+    // first enabled one wins for this atomic state
+    for (int t : e == nullptr ? st.eventless_candidates : st.event_candidates) {
+      const ChartTransition& tr = def_->transition(t);
+      if (e != nullptr && !tr.matches(e->name)) continue;
+      if (!guard_holds(tr, ev)) continue;
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+      break;
     }
   }
   if (out.size() > 1) remove_conflicts(out);
@@ -210,6 +210,7 @@ void ChartInstance::exit_set(int t, StateSet& out) {
 }
 
 void ChartInstance::microstep(const std::vector<int>& ts) {
+  if (trace_ != nullptr) trace_->taken.insert(trace_->taken.end(), ts.begin(), ts.end());
   exit_states(ts);
   for (int t : ts) run_block(def_->transition(t).content);
   enter_states(ts);
@@ -223,7 +224,8 @@ void ChartInstance::exit_states(const std::vector<int>& ts) {
     exit_set(t, set_b_);
     leaving |= set_b_;
   }
-  for (int s = leaving.next(-1); s >= 0; s = leaving.next(s)) {
+  const StateSet& with_history = def_->history_parents;
+  for (int s = leaving.next_in(with_history, -1); s >= 0; s = leaving.next_in(with_history, s)) {
     const ChartState& st = def_->state(s);
     for (int h : st.histories) {
       std::vector<int>& value = history_[static_cast<std::size_t>(h)];
@@ -249,6 +251,7 @@ void ChartInstance::add_descendants(int s, int depth) {
     return;  // defensive: the builder refuses cycles
   const ChartState& st = def_->state(s);
   if (st.is_history()) {
+    met_history_ = true;
     if (recorded_[static_cast<std::size_t>(s)]) {
       const std::vector<int> value = history_[static_cast<std::size_t>(s)];
       for (int x : value) add_descendants(x, depth + 1);
@@ -286,28 +289,55 @@ void ChartInstance::add_ancestors(int s, int ancestor, int depth) {
 // enterStates: computeEntrySet, then enter in document order, running onentry, the initial
 // transition's content and the history default content; finals raise done.state.*.
 void ChartInstance::enter_states(const std::vector<int>& ts) {
+  // One transition without history targets, whose entry met no history state before: its
+  // entry set depends on nothing else, so it is computed once and kept.
+  EntryCache* cache = nullptr;
+  if (ts.size() == 1 && def_->transition(ts[0]).domain != -2) {
+    if (entry_cache_.empty()) entry_cache_.resize(def_->transitions.size());
+    cache = &entry_cache_[static_cast<std::size_t>(ts[0])];
+    if (cache->known == 2) cache = nullptr;
+  }
+  if (cache != nullptr && cache->known == 1) {
+    enter_set(cache->to_enter, cache->default_entry);
+    return;
+  }
   to_enter_.clear();
   default_entry_.clear();
-  // defaultHistoryContent belongs to this call: a default whose parent is not entered (an
-  // internal transition into its own history) must not run at a later entry.
-  std::fill(history_content_.begin(), history_content_.end(), -1);
-  std::vector<int> effective;
+  met_history_ = false;
+  std::vector<int>& effective = effective_;
   for (int t : ts) {
     const ChartTransition& tr = def_->transition(t);
     for (int x : tr.targets) add_descendants(x, 0);
     const int d = domain(t);
+    if (tr.domain != -2) {  // no history target: the declared targets are the effective ones
+      for (int x : tr.targets) add_ancestors(x, d, 0);
+      continue;
+    }
     effective.clear();
     effective_targets(t, effective);
     for (int x : effective) add_ancestors(x, d, 0);
   }
-  // Entering may run actions that read the configuration; iterate over a copy.
-  const StateSet entering = to_enter_;
-  for (int s = entering.next(-1); s >= 0; s = entering.next(s)) {
+  if (cache != nullptr) {
+    cache->known = met_history_ ? 2 : 1;
+    if (!met_history_) {
+      cache->to_enter = to_enter_;
+      cache->default_entry = default_entry_;
+    }
+  }
+  enter_set(to_enter_, default_entry_);
+  // defaultHistoryContent belongs to this call: a default whose parent was not entered (an
+  // internal transition into its own history) must not run at the parent's next entry.
+  if (met_history_) std::fill(history_content_.begin(), history_content_.end(), -1);
+}
+
+// The second half of enterStates: enter `to_enter` in document order.
+void ChartInstance::enter_set(const StateSet& to_enter, const StateSet& default_entry) {
+  for (int s = to_enter.next(-1); s >= 0; s = to_enter.next(s)) {
     const ChartState& st = def_->state(s);
     config_.insert(s);
     entered_.insert(s);
     run_blocks(st.on_entry);
-    if (default_entry_.contains(s)) run_block(def_->transition(st.initial).content);
+    if (default_entry.contains(s)) run_block(def_->transition(st.initial).content);
     if (const int h = history_content_[static_cast<std::size_t>(s)]; h >= 0) {
       history_content_[static_cast<std::size_t>(s)] = -1;
       run_block(def_->transition(h).content);
@@ -373,6 +403,9 @@ void ChartInstance::run_block(const ChartBlock& block) {
 }
 
 void ChartInstance::execution_error() {
+  if (trace_ != nullptr) {
+    if (trace_->execution_errors++ == 0) trace_->first_error = std::current_exception();
+  }
   internal_.emplace_back("error.execution", std::current_exception());
 }
 

@@ -10,6 +10,7 @@
 #include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/reactive/errors.hpp>
+#include <trellis/scxml/errors.hpp>
 
 #include <doctest/doctest.h>
 
@@ -39,8 +40,12 @@ std::set<std::string> codes_in_the_code() {
   add(trellis::budget_error("e"));
   add(trellis::table_error("e"));
   add(trellis::phase_error("e"));
+  using problem = trellis::scxml::scxml_error::problem;
+  for (problem p : {problem::malformed, problem::unsupported, problem::invalid}) {
+    add(trellis::scxml::scxml_error(p, "f", "e", 1, 1, "r"));
+  }
   using reason = trellis::recovery_error::reason;
-  for (int r = 0; r <= static_cast<int>(reason::bad_sequence); ++r) {
+  for (int r = 0; r <= static_cast<int>(reason::unknown_state); ++r) {
     add(trellis::recovery_error("f", static_cast<reason>(r), "d"));
   }
   add(trellis::sidecar_locked("f", std::nullopt));

@@ -2,7 +2,7 @@
 # The agent layer: the graph's run loop, lifecycle, retries, hooks, approvals and events on
 # MemoryStore with a manual clock. Included from tests/CMakeLists.txt (after
 # trellis_add_test_executable is defined).
-trellis_add_test_executable(trellis_agent_tests LAYERS agent testing signals2 ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
+trellis_add_test_executable(trellis_agent_tests LAYERS agent testing signals2 scxml ${CMAKE_CURRENT_LIST_DIR}/graph_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/effect_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/events_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp)

@@ -16,6 +16,7 @@
 /// the number of trials (default 200, scaled by TRELLIS_TEST_SCALE). Every trial asked for must
 /// run: a loop that its deadline (200 s; TRELLIS_KILL_DEADLINE_S) stops short fails, saying how
 /// many ran (trellis_test::TrialBudget).
+#include <trellis/persist/durable_state_chart.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
 #include <trellis/persist/errors.hpp>
 #include <trellis/persist/failpoint.hpp>
@@ -38,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "flip_chart.hpp"
 #include "persist_test_support.hpp"
 #include "test_support.hpp"
 
@@ -320,4 +322,77 @@ TEST_CASE("crash: another process's machine refuses us until it is SIGKILLed") {
   ::kill(holder.pid, SIGKILL);
   CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(holder)));
   CHECK_NOTHROW(Counter(ctx, file, 0, step));
+}
+
+TEST_CASE(
+    "crash: a durable chart SIGKILLed at random times resumes with each delayed send fired once") {
+  // The flip chart (flip_chart.hpp): each "flip" queues a "tick" due at once. Killed at any
+  // point, the reopened chart (its constructor delivers the ticks due) must hold every
+  // acknowledged flip, at most one more, exactly as many ticks (none lost, none twice), no
+  // pending send, and the state the flips' parity names.
+  const std::uint64_t seed = env_number("TRELLIS_KILL_SEED", std::random_device{}());
+  auto trials = trellis_test::TrialBudget::from_environment(40, std::chrono::seconds(100), 10);
+  MESSAGE("durable chart kill loop: " << trials.wanted() << " trials, seed " << seed
+                                      << " (TRELLIS_KILL_SEED replays)");
+  std::mt19937_64 rng(seed);
+  ScratchDir dir;
+  const fs::path file = dir / "flips.json";
+  const auto warm_start = Clock::now();
+  {
+    Child child = persist_test::spawn_program(TRELLIS_DURABLE_CHILD,
+                                              {"chart", (dir / "warmup.json").string(), "0"});
+    (void)persist_test::read_all_output(child);
+    REQUIRE(persist_test::wait_child(child) == 0);
+  }
+  const auto startup =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - warm_start);
+  const std::chrono::microseconds max_delay = 2 * startup + std::chrono::milliseconds(40);
+  std::uint64_t flips = 0;
+  int mid_run = 0;
+  for (int trial = 0; trials.another(); ++trial) {
+    const auto delay = std::chrono::microseconds(
+        std::uniform_int_distribution<std::int64_t>(0, max_delay.count())(rng));
+    INFO("seed " << seed << ", trial " << trial << ", delay " << delay.count() << " us");
+    Child child =
+        persist_test::spawn_program(TRELLIS_DURABLE_CHILD, {"chart", file.string(), "1000000"});
+    std::string output;
+    read_for(child, delay, output);
+    ::kill(child.pid, SIGKILL);
+    output += persist_test::read_all_output(child);
+    REQUIRE_MESSAGE(
+        persist_test::killed_by_sigkill(persist_test::wait_child(child)), "output:\n"
+                                                                              << output);
+    const Report report = parse(output);
+    INFO("child output:\n" << output);
+    if (report.started) {
+      ++mid_run;
+      CHECK(report.start == flips);
+    }
+    trellis::Context ctx;
+    std::optional<trellis::DurableStateChart<flip_chart::Flips>> chart;
+    try {
+      chart.emplace(ctx, file, flip_chart::make());
+    } catch (const trellis::error& e) {
+      FAIL("reopening after the kill failed: " << e.what());
+    }
+    const flip_chart::Flips data = chart->data();
+    const auto recovered = static_cast<std::uint64_t>(data.flips);
+    CHECK(recovered >= flips);  // never goes back
+    if (report.started) {
+      CHECK(recovered >= report.max_ack);
+      CHECK(recovered <= report.start + report.acks + 1);
+    } else {
+      CHECK(recovered == flips);
+    }
+    CHECK(data.ticks == data.flips);
+    CHECK(chart->pending_sends().empty());
+    CHECK(chart->configuration() == std::vector<std::string>{recovered % 2 == 0 ? "even" : "odd"});
+    flips = recovered;
+    trials.done();
+  }
+  MESSAGE("ran " << trials.ran() << " of " << trials.wanted() << " trials; " << flips
+                 << " flips reached");
+  CHECK_MESSAGE(trials.shortfall().empty(), trials.shortfall());
+  CHECK(mid_run > 0);
+  CHECK(flips > 0);  // the delays reached the sends
 }

@@ -12,10 +12,16 @@
 //         "done"       every send finished
 //   durable_child hold <sidecar>
 //       opens a sync machine, prints "start E" and sleeps until it is killed.
+//   durable_child chart <sidecar> <sends>
+//       opens the flip chart (flip_chart.hpp) as a sync DurableStateChart and sends "flip"
+//       <sends> times; each flip queues a "tick" due at once, delivered by the same send().
+//       Prints "start F" (the flips it recovered, after the constructor delivered the ticks
+//       due), then "ack F" after each send, then "done".
 //
 // Failpoints come from TRELLIS_FAILPOINT. Journal mode compacts every 3 transitions, so the
 // sidecar's failpoints are reached there too. Exit codes: 0 done, 2 usage, 3 a trellis::error.
 
+#include <trellis/persist/durable_state_chart.hpp>
 #include <trellis/persist/durable_state_machine.hpp>
 #include <trellis/persist/errors.hpp>
 #include <trellis/reactive/context.hpp>
@@ -30,6 +36,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "flip_chart.hpp"
 
 namespace {
 
@@ -52,7 +60,20 @@ void say(std::string_view what) {
     std::_Exit(4);
 }
 
+int run_chart(const std::string& path, int sends) {
+  trellis::Context ctx;
+  trellis::DurableStateChart<flip_chart::Flips> chart(ctx, path, flip_chart::make());
+  say("start", static_cast<std::uint64_t>(chart.data().flips));
+  for (int i = 0; i < sends; ++i) {
+    (void)chart.send("flip");
+    say("ack", static_cast<std::uint64_t>(chart.data().flips));
+  }
+  say("done");
+  return 0;
+}
+
 int run(std::string_view mode, const std::string& path, int sends, int threads) {
+  if (mode == "chart") return run_chart(path, sends);
   if (mode == "group") {
     trellis::ThreadSafeContext ctx;
     Counter m(ctx, path, 0, step, {.durability = trellis::Durability::group});

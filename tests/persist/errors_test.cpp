@@ -23,7 +23,7 @@ std::string code_of(const trellis::error& e) { return std::string(e.id()); }
 }  // namespace
 
 TEST_CASE("persist errors: a recovery_error's code is persist.recovery.<its reason's name>") {
-  for (int r = 0; r <= static_cast<int>(reason::bad_sequence); ++r) {
+  for (int r = 0; r <= static_cast<int>(reason::unknown_state); ++r) {
     const auto why = static_cast<reason>(r);
     CAPTURE(trellis::recovery_error::name(why));
     const trellis::recovery_error e("s.json", why, "detail");

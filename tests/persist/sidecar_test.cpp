@@ -165,9 +165,31 @@ TEST_CASE("sidecar: another format is refused") {
 
 TEST_CASE("sidecar: a future format version is refused") {
   json object = sample_object();
-  object["version"] = 2;
+  object["version"] = 3;
   check_refused(persist_test::with_valid_checksum(object), reason::future_version,
-                "format version 2 is newer");
+                "format version 3 is newer");
+}
+
+TEST_CASE("sidecar: a statechart's record is version 2 with its kind, and reads back") {
+  trellis::SidecarRecord chart = sample();
+  chart.kind = trellis::SidecarKind::statechart;
+  const std::string bytes = trellis::encode_sidecar(chart);
+  CHECK(bytes.find("\"version\":2,\"kind\":\"statechart\",") != std::string::npos);
+  CHECK(trellis::decode_sidecar(bytes, "doc-42") == chart);
+  CHECK(trellis::encode_sidecar(sample()).find("\"kind\"") == std::string::npos);
+}
+
+TEST_CASE("sidecar: a version 2 file without a known kind is refused") {
+  json object = sample_object();
+  object["version"] = 2;
+  check_refused(persist_test::with_valid_checksum(object), reason::bad_field,
+                "\"kind\" is missing");
+  object["kind"] = "spreadsheet";
+  check_refused(persist_test::with_valid_checksum(object), reason::bad_field,
+                "expected \"machine\" or \"statechart\"");
+  object["kind"] = "machine";
+  CHECK(trellis::decode_sidecar(persist_test::with_valid_checksum(object), "doc-42").kind ==
+        trellis::SidecarKind::machine);
 }
 
 TEST_CASE("sidecar: another machine's sidecar is refused") {

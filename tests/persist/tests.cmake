@@ -29,6 +29,16 @@ target_link_libraries(trellis_durable_tests PRIVATE OpenSSL::Crypto)
 add_test(NAME trellis_durable_tests COMMAND trellis_durable_tests)
 set_tests_properties(trellis_durable_tests PROPERTIES LABELS "persist" TIMEOUT 300)
 
+# DurableStateChart: charts in the sidecar (format version 2), restart, refusals; and the
+# version 1 fixture of a flat machine (fixtures/counter-v1.json).
+trellis_add_test_executable(trellis_durable_chart_tests LAYERS persist
+  ${CMAKE_CURRENT_LIST_DIR}/durable_chart_test.cpp)
+target_link_libraries(trellis_durable_chart_tests PRIVATE OpenSSL::Crypto)
+target_compile_definitions(trellis_durable_chart_tests PRIVATE
+  TRELLIS_PERSIST_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+add_test(NAME trellis_durable_chart_tests COMMAND trellis_durable_chart_tests)
+set_tests_properties(trellis_durable_chart_tests PROPERTIES LABELS "persist" TIMEOUT 120)
+
 # The document cycle example (examples/document_cycle.hpp) on its durable sidecar.
 trellis_add_test_executable(trellis_doc_cycle_durable_tests LAYERS persist
   ${CMAKE_CURRENT_LIST_DIR}/doc_cycle_durable_test.cpp)

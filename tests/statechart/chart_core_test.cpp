@@ -115,3 +115,71 @@ TEST_CASE("chart: build lists every problem") {
   CHECK(problems.size() >= 3);
   CHECK_THROWS_AS(b.build(), chart_error);
 }
+
+TEST_CASE("chart: a named guard decides whether its transition is taken") {
+  // (when() once failed to compile under -Wextra -Werror: missing-field-initializers)
+  ChartBuilder<Log> b("c");
+  b.state("a", [](auto& s) {
+    s.on("go").when("has lines", [](const Log& l) { return !l.lines.empty(); }).to("b");
+  });
+  b.state("b");
+  Context ctx;
+  StateChart<Log> chart(ctx, b.build());
+  CHECK(chart.send("go") == SendResult::Rejected);
+  StateChart<Log> other(ctx, b.build(), Log{{"x"}});
+  CHECK(other.send("go") == SendResult::Transitioned);
+  CHECK(other.configuration() == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("chart: a named guard over the data decides whether its transition is taken") {
+  struct Coins {
+    int n = 0;
+  };
+  ChartBuilder<Coins> b("c");
+  b.state("locked", [](auto& s) {
+    s.on("push").when("paid", [](const Coins& c) { return c.n > 0; }).to("open");
+    s.on("coin").call("add", [](Coins& c) { ++c.n; });
+  });
+  b.state("open");
+  Context ctx;
+  StateChart<Coins> chart(ctx, b.build());
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"locked"});
+  chart.send("coin");
+  chart.send("push");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"open"});
+}
+
+TEST_CASE("chart: a shallow history's default may name a grandchild") {
+  ChartBuilder<> b("c");
+  b.state("a", [](auto& s) { s.on("t1").to("h"); });
+  b.state("b", [](auto& s) {
+    s.history("h", History::shallow, "b12");
+    s.state("b1", [](auto& x) {
+      x.state("b11");
+      x.state("b12");
+    });
+  });
+  Context ctx;
+  StateChart<> chart(ctx, b.build());
+  chart.send("t1");
+  CHECK(chart.atomic_configuration() == std::vector<std::string>{"b12"});
+}
+
+TEST_CASE("chart: a delayed send that fell due before a send() is delivered before its event") {
+  // "tick" is due first: it must move a -> b before "go" (which only b accepts) arrives.
+  using namespace std::chrono_literals;
+  ChartBuilder<> b("c");
+  b.state("a", [](auto& s) {
+    s.on_entry().send("tick", 10ms);
+    s.on("tick").to("b");
+  });
+  b.state("b", [](auto& s) { s.on("go").to("c1"); });
+  b.state("c1");
+  ManualChartClock clock;
+  Context ctx;
+  StateChart<> chart(ctx, b.build(), {}, {.clock = &clock});
+  clock.advance(20ms);
+  CHECK(chart.send("go") == SendResult::Transitioned);
+  CHECK(chart.configuration() == std::vector<std::string>{"c1"});
+}

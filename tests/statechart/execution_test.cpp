@@ -216,7 +216,7 @@ TEST_CASE("chart execution: a due send is delivered by fire_due(), not by the cl
   CHECK_FALSE(rig.chart.next_due().has_value());
 }
 
-TEST_CASE("chart execution: send() delivers the sends that are due after its own event") {
+TEST_CASE("chart execution: send() also delivers the delayed sends that are due") {
   ManualChartClock clock;
   Rig rig(delayed(), on_clock(clock));
   rig.chart.send("go");

@@ -11,6 +11,35 @@ trellis_add_test_executable(trellis_statechart_tests LAYERS statechart
 add_test(NAME trellis_statechart_tests COMMAND trellis_statechart_tests)
 set_tests_properties(trellis_statechart_tests PROPERTIES LABELS "statechart" TIMEOUT 300)
 
+# Diagrams (Mermaid, DOT) and the testing tools on charts (configuration matrix, explore):
+# golden files are read from the source tree, where TRELLIS_UPDATE_GOLDEN=1 rewrites them.
+trellis_add_test_executable(trellis_statechart_tools_tests LAYERS statechart testing
+  ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/configuration_matrix_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explore_test.cpp)
+target_compile_definitions(trellis_statechart_tools_tests PRIVATE
+  TRELLIS_STATECHART_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
+add_test(NAME trellis_statechart_tools_tests COMMAND trellis_statechart_tools_tests)
+set_tests_properties(trellis_statechart_tools_tests PROPERTIES LABELS "statechart" TIMEOUT 300)
+
+# The README's statechart section: the chart and the runner lines are exact excerpts of the
+# media player example.
+foreach(spec IN ITEMS "chart|media_player.hpp|1" "runner|media_player.cpp|2")
+  string(REPLACE "|" ";" spec "${spec}")
+  list(GET spec 0 name)
+  list(GET spec 1 source)
+  list(GET spec 2 block)
+  add_test(NAME trellis_statechart_readme_excerpt.${name}
+    COMMAND ${CMAKE_COMMAND}
+      -DREADME=${PROJECT_SOURCE_DIR}/README.md
+      -DSOURCE=${PROJECT_SOURCE_DIR}/examples/media_player/${source}
+      "-DHEADING=## Statecharts"
+      -DBLOCK=${block}
+      -P ${PROJECT_SOURCE_DIR}/cmake/CheckReadmeExcerpt.cmake)
+  set_tests_properties(trellis_statechart_readme_excerpt.${name} PROPERTIES LABELS "statechart"
+                                                                           TIMEOUT 60)
+endforeach()
+
 # The runners under threads and on the asynchronous executor (the TSan job runs these).
 trellis_add_test_executable(trellis_statechart_concurrency_tests LAYERS statechart tbb
   ${CMAKE_CURRENT_LIST_DIR}/chart_concurrency_test.cpp)

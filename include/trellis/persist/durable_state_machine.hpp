@@ -195,6 +195,10 @@ class DurableStateMachine : public detail::MachineFront<S, E> {
     std::optional<JournalContents> contents;
     try {
       if (std::optional<SidecarRecord> record = load_sidecar(path, name)) {
+        if (record->kind != SidecarKind::machine)
+          throw recovery_error(path, recovery_error::reason::wrong_kind,
+                               "the sidecar of a statechart (a DurableStateChart's), not of a "
+                               "state machine");
         found.state = decode_state(path, *record, options);
         found.epoch = record->epoch;
         report_.from_sidecar = true;

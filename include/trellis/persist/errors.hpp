@@ -38,6 +38,9 @@ class recovery_error : public error {
     bad_state,        ///< the state does not decode (raised by the machine layer)
     future_schema,    ///< a state schema newer than the program's (raised by the machine layer)
     bad_sequence,     ///< journal epochs that do not strictly increase
+    wrong_kind,       ///< a statechart's sidecar opened as a state machine's, or the reverse
+    unknown_state,    ///< a durable chart's sidecar names a state or history id the chart
+                      ///< does not have (the detail names the id)
   };
 
   recovery_error(std::filesystem::path file, reason why, std::string detail);

@@ -31,8 +31,17 @@ namespace trellis {
 
 /// The "format" tag of a sidecar.
 inline constexpr std::string_view sidecar_format = "trellis.sidecar";
-/// The sidecar format version this build writes and the newest it reads.
-inline constexpr int sidecar_version = 1;
+/// The newest sidecar format version this build reads and writes. Version 2 added the "kind"
+/// member and the statechart kind; a flat machine's sidecar is still written at version 1
+/// (which every reader since the first reads), a statechart's at version 2.
+inline constexpr int sidecar_version = 2;
+
+/// What a sidecar holds.
+enum class SidecarKind : std::uint8_t {
+  machine,     ///< a DurableStateMachine's state (format version 1; or 2 with "kind":"machine")
+  statechart,  ///< a DurableStateChart's configuration, history, data and delayed sends
+               ///< (format version 2, "kind":"statechart")
+};
 
 /// The content of a sidecar, without the envelope (format, version, checksum).
 struct SidecarRecord {
@@ -41,6 +50,8 @@ struct SidecarRecord {
   int schema = 1;           ///< the version of the state's JSON shape (for migrations)
   nlohmann::json state;     ///< the state, as the machine's to_json wrote it
   std::string updated_at;   ///< ISO-8601 UTC time of the write (see `iso8601_utc`)
+  /// What the state is; decides the format version written (see sidecar_version).
+  SidecarKind kind = SidecarKind::machine;
 
   friend bool operator==(const SidecarRecord&, const SidecarRecord&) = default;
 };
@@ -63,7 +74,8 @@ void check_sidecar_state(const std::filesystem::path& path, const nlohmann::json
 
 /// Parses and verifies the bytes of a sidecar read from `file` (used only in messages).
 /// Returns the record, or throws recovery_error with the precise reason: empty, truncated,
-/// not JSON, not an object, another format, a future version, a missing or wrong-typed field,
+/// not JSON, not an object, another format, a future version, a missing or wrong-typed field
+/// (a version 2 file without a known "kind" too),
 /// a bad checksum, or (when `expected_machine` is not empty) another machine's name.
 SidecarRecord decode_sidecar(std::string_view bytes, std::string_view expected_machine,
                              const std::filesystem::path& file = {});

@@ -233,7 +233,7 @@ class TransitionBuilder : public detail::ContentBuilder<D, TransitionBuilder<D>>
     spec_->internal = true;
     return *this;
   }
-  /// The named guard; a transition has at most one (combine conditions inside it).
+  /// A named guard; several `when`s on one transition must all hold (checked in order).
   template <class G>
   TransitionBuilder& when(std::string name, G guard) {
     if constexpr (!detail::is_chart_guard<D, G>) {
@@ -261,8 +261,25 @@ class TransitionBuilder : public detail::ContentBuilder<D, TransitionBuilder<D>>
   ChartBlock& content_block() { return spec_->content; }
   detail::ChartRegistry& content_registry() { return *registry_; }
   void set_guard(ChartGuard g) {
+    if (spec_->guard >= 0) g = both(registry_->guards[static_cast<std::size_t>(spec_->guard)], g);
     spec_->guard = static_cast<int>(registry_->guards.size());
     registry_->guards.push_back(std::move(g));
+  }
+
+  // `a` and then `b`, named "a and b".
+  static ChartGuard both(const ChartGuard& a, const ChartGuard& b) {
+    auto as_fn = [](const ChartGuard& g) {
+      return g.fn ? g.fn : [id = g.in_id](const void*, const ChartEvent&, const ChartQuery& q) {
+        return q.in(id);
+      };
+    };
+    ChartGuard out;
+    out.name = a.name + " and " + b.name;
+    out.fn = [fa = as_fn(a), fb = as_fn(b)](const void* d, const ChartEvent& e,
+                                            const ChartQuery& q) mutable {
+      return fa(d, e, q) && fb(d, e, q);
+    };
+    return out;
   }
 
   detail::TransitionSpec* spec_;

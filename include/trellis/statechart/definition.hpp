@@ -69,6 +69,13 @@ struct ChartState {
   int initial = -1;
   std::vector<ChartBlock> on_entry;
   std::vector<ChartBlock> on_exit;
+  /// Whether this state or an ancestor has an eventless transition (set by finish()).
+  bool eventless_chain = false;
+  /// The transitions with an event (resp. eventless ones) of this state, then of its parent,
+  /// and so on up to the root, in that order: what selection scans for an atomic state
+  /// (set by finish()).
+  std::vector<int> event_candidates;
+  std::vector<int> eventless_candidates;
 
   bool is_atomic() const noexcept {
     return kind == StateKind::atomic || kind == StateKind::final_state;
@@ -101,10 +108,12 @@ struct ChartTransition {
   int source = -1;
   /// The `event` descriptors, space-separated as in SCXML; empty: an eventless transition.
   std::string event;
-  std::vector<std::string> descriptors;  ///< `event`, split
-  std::vector<int> targets;              ///< empty: a targetless transition
-  bool internal = false;                 ///< type="internal"
-  int guard = -1;                        ///< index into ChartDefinition::guards, or -1
+  /// `event`, split, each without its trailing `.*` or `.` (set by finish()).
+  std::vector<std::string> descriptors;
+  bool any_event = false;    ///< one descriptor is `*`
+  std::vector<int> targets;  ///< empty: a targetless transition
+  bool internal = false;     ///< type="internal"
+  int guard = -1;            ///< index into ChartDefinition::guards, or -1
   ChartBlock content;
   /// Precomputed transition domain when no target is a history state (else -2: computed per
   /// use); -1 when targetless.
@@ -123,6 +132,12 @@ class ChartDefinition {
   std::vector<ChartTransition> transitions;
   std::vector<ChartGuard> guards;
   std::vector<ChartAction> actions;
+  /// The atomic states (set by finish()).
+  StateSet atomic_states;
+  /// The states that have history children (set by finish()).
+  StateSet history_parents;
+  /// Whether any transition is eventless (set by finish()).
+  bool has_eventless = false;
   /// The data type the guards and actions were written for (nullptr: they use none, any
   /// `Chart<D>` may run it).
   const std::type_info* data_type = nullptr;

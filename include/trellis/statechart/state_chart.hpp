@@ -15,9 +15,10 @@
 ///   (first before, last after). `on_enter`/`on_exit` compare the committed configurations:
 ///   a state active only in the middle of a macrostep (or of a batch) is not reported.
 /// - Delayed sends (`ChartActions::send`, a builder's `.send(e, delay, id)`) are timed by the
-///   chart's clock; `send()` delivers the ones that are due after its own event, and
-///   `fire_due()` delivers them without sending anything (call it when `next_due()` passes).
-///   A zero delay is due at once: the event follows the macrostep that sent it.
+///   chart's clock; `send(e)` first delivers those already due (they were sent earlier),
+///   then `e`, then those its macrostep made due; `fire_due()` delivers them without sending
+///   anything (call it when `next_due()` passes). A zero delay is due at once: the event
+///   follows the macrostep that sent it, within the same `send()`.
 /// - An action that throws ends its block and raises `error.execution` (SCXML 5.9; the
 ///   event's data is the std::exception_ptr); a guard that throws is false and raises it too.
 /// - A macrostep that does not become stable within `ChartOptions::microstep_budget`
@@ -59,6 +60,24 @@ struct ChartOptions {
 
 namespace detail {
 
+/// Told around each macrostep of a running chart, with the graph's lock held (durable charts
+/// persist through it). Either call may throw to refuse the step: the runner then commits
+/// nothing and the exception reaches the sender.
+class ChartStepHook {
+ public:
+  /// Before the instance processes an event (nothing has run yet).
+  virtual void before_step() = 0;
+  /// After it processed `e` (`took`: it took transitions; the pending sends may have changed
+  /// either way). A hook that throws puts the instance and its data back as they were.
+  virtual void after_step(const ChartEvent& e, bool took) = 0;
+
+ protected:
+  ChartStepHook() = default;
+  ChartStepHook(const ChartStepHook&) = default;
+  ChartStepHook& operator=(const ChartStepHook&) = default;
+  ~ChartStepHook() = default;
+};
+
 /// A running chart's data and interpreter, kept together (the instance points at the data).
 template <class D>
 struct ChartHolder {
@@ -80,6 +99,8 @@ struct ChartHolder {
   /// Set (under the graph's lock) when the instance has queued sends, so that a send can skip
   /// the lock when there are none.
   std::atomic<bool> maybe_due{false};
+  /// Told around each macrostep (set before the chart runs; nullptr: none).
+  ChartStepHook* hook = nullptr;
 };
 
 /// The error (chart_livelock) of the last macrostep the calling thread ran: ChartStep moves it
@@ -97,8 +118,10 @@ struct ChartStep {
 
   std::optional<ChartConfiguration> operator()(const ChartConfiguration& current,
                                                const ChartEvent& e) {
+    if (h->hook != nullptr) h->hook->before_step();
     h->inst.clear_changes();
     const bool took = h->inst.process(e);
+    if (h->hook != nullptr) h->hook->after_step(e, took);
     if (!h->inst.pending_sends().empty()) h->maybe_due.store(true, std::memory_order_relaxed);
     if (h->inst.has_error()) chart_step_error() = h->inst.take_error();
     if (!took) return std::nullopt;
@@ -133,20 +156,25 @@ class BasicStateChart {
   ~BasicStateChart() { core_.reset(); }
 
   /// Processes `e` as one macrostep (Transitioned: it took transitions; Rejected: none was
-  /// enabled, or the chart is done), then delivers the delayed sends that are due.
+  /// enabled, or the chart is done); delayed sends already due are delivered before it, and
+  /// those due after it (a zero delay) after it, each as its own macrostep.
   SendResult send(const ChartEvent& e) {
+    // Sends that fell due before this call go first (they were sent earlier), then `e`, then
+    // the ones its macrostep made due (a zero delay).
+    if (holder_->maybe_due.load(std::memory_order_relaxed)) fire_due();
     const SendResult r = deliver(e);
     if (holder_->maybe_due.load(std::memory_order_relaxed)) fire_due();
     return r;
   }
 
   /// Delivers every delayed send due by the chart's clock, each as its own macrostep, in due
-  /// order (also when several threads call it: each send is taken and delivered under the
-  /// context's lock); returns how many this call delivered.
+  /// order; returns how many were delivered. The context's lock is held from taking a send off
+  /// the queue until its macrostep is committed, so concurrent callers deliver in due order and
+  /// no other step sees the queue without a send that is not delivered yet.
   std::size_t fire_due() {
     std::size_t n = 0;
+    detail::GraphLock lock(graph_of(*ctx_));
     while (true) {
-      detail::GraphLock lock(graph_of(*ctx_));
       std::optional<ChartEvent> next = holder_->inst.take_due(holder_->clock->now());
       if (!next) {
         if (holder_->inst.pending_sends().empty())

@@ -67,7 +67,10 @@ class StateSet {
     const auto u = static_cast<std::size_t>(s);
     data()[u / 64] &= ~(std::uint64_t{1} << (u % 64));
   }
-  void clear() noexcept { std::fill_n(data(), words_, std::uint64_t{0}); }
+  void clear() noexcept {
+    std::uint64_t* w = data();
+    for (std::size_t i = 0; i < words_; ++i) w[i] = 0;
+  }
 
   bool empty() const noexcept {
     return std::all_of(data(), data() + words_, [](std::uint64_t w) { return w == 0; });
@@ -96,6 +99,20 @@ class StateSet {
         return static_cast<int>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
       if (++w >= words_) return -1;
       bits = data()[w];
+    }
+  }
+  /// The smallest member greater than `after` that is also in `mask`, or -1.
+  int next_in(const StateSet& mask, int after) const noexcept {
+    std::size_t u = static_cast<std::size_t>(after + 1);
+    std::size_t w = u / 64;
+    const std::size_t n = std::min(words_, mask.words_);
+    if (w >= n) return -1;
+    std::uint64_t bits = data()[w] & mask.data()[w] & (~std::uint64_t{0} << (u % 64));
+    while (true) {
+      if (bits != 0)
+        return static_cast<int>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+      if (++w >= n) return -1;
+      bits = data()[w] & mask.data()[w];
     }
   }
   /// The largest member smaller than `before` (pass capacity() for the last), or -1.

@@ -30,16 +30,18 @@
 #include <nlohmann/json.hpp>
 
 #include "trellis/persist/detail/persist_event_hub.hpp"
+#include "trellis/persist/sidecar.hpp"
 
 namespace trellis::detail {
 
 /// What a writer writes and to whom it reports.
 struct WriterConfig {
-  std::filesystem::path path;         ///< the sidecar (resolved: see SidecarLock)
-  std::string name;                   ///< the machine's name in the sidecar
-  int schema_version = 1;             ///< the state's schema written beside it
-  mode_t file_mode = 0600;            ///< of every file the writer creates
-  PersistEventHub* events = nullptr;  ///< persisted / persist_failed (null: not reported)
+  std::filesystem::path path;               ///< the sidecar (resolved: see SidecarLock)
+  std::string name;                         ///< the machine's name in the sidecar
+  int schema_version = 1;                   ///< the state's schema written beside it
+  mode_t file_mode = 0600;                  ///< of every file the writer creates
+  PersistEventHub* events = nullptr;        ///< persisted / persist_failed (null: not reported)
+  SidecarKind kind = SidecarKind::machine;  ///< what the snapshots are (durable charts: statechart)
 };
 
 /// The base of the three writers (see the file comment).

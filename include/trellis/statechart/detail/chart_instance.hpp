@@ -33,6 +33,24 @@ struct DelayedSend {
 
 namespace detail {
 
+/// What one run of the interpreter did, for exploration and coverage (trellis/statechart/
+/// testing.hpp): set with `ChartInstance::set_trace`; the runners leave it unset.
+struct ChartTrace {
+  /// The transitions taken by microsteps, in order (a state's initial transition and a
+  /// history's default are not selected, so they are not listed).
+  std::vector<int> taken;
+  /// How many `error.execution` events were raised (an action or a guard threw).
+  std::size_t execution_errors = 0;
+  /// The first exception behind them.
+  std::exception_ptr first_error;
+
+  void clear() noexcept {
+    taken.clear();
+    execution_errors = 0;
+    first_error = nullptr;
+  }
+};
+
 /// SCXML's getTransitionDomain for `t` with the effective targets `effective` (-1: none).
 int chart_domain(const ChartDefinition& def, const ChartTransition& t,
                  const std::vector<int>& effective);
@@ -46,6 +64,9 @@ class ChartInstance final : public ChartActions {
   ~ChartInstance() = default;
 
   void set_data(void* data) noexcept { data_ = data; }
+  /// Records what the following calls do into `trace` (nullptr: nothing is recorded). A copy
+  /// of the instance records nothing until told.
+  void set_trace(ChartTrace* trace) noexcept { trace_ = trace; }
 
   /// Enters the initial configuration and runs to the first stable one.
   void start();
@@ -107,6 +128,7 @@ class ChartInstance final : public ChartActions {
   void microstep(const std::vector<int>& ts);
   void exit_states(const std::vector<int>& ts);
   void enter_states(const std::vector<int>& ts);
+  void enter_set(const StateSet& to_enter, const StateSet& default_entry);
   void exit_set(int t, StateSet& out);
   int domain(int t);
   void effective_targets(int t, std::vector<int>& out) const;
@@ -133,11 +155,14 @@ class ChartInstance final : public ChartActions {
   bool running_ = false;
   bool probing_ = false;  // enabled(): guards are evaluated, nothing is raised
   std::exception_ptr error_;
+  ChartTrace* trace_ = nullptr;
   ChartEvent none_;
   ChartEvent internal_event_;
   const ChartEvent* current_ = &none_;
   // scratch space, kept between calls so that a warm send allocates nothing
   std::vector<int> enabled_;
+  std::vector<int> step_;
+  std::vector<int> effective_;
   std::vector<int> filtered_;
   std::vector<int> removed_;
   std::vector<int> targets_;
@@ -147,6 +172,13 @@ class ChartInstance final : public ChartActions {
   StateSet to_enter_;
   StateSet default_entry_;
   std::vector<int> history_content_;
+  struct EntryCache {
+    int known = 0;  // 0: not computed yet, 1: cached, 2: depends on history
+    StateSet to_enter;
+    StateSet default_entry;
+  };
+  std::vector<EntryCache> entry_cache_;  // by transition, filled on first use
+  bool met_history_ = false;
 };
 
 }  // namespace detail
