@@ -325,6 +325,9 @@ void ChartInstance::enter_states(const std::vector<int>& ts) {
     }
   }
   enter_set(to_enter_, default_entry_);
+  // defaultHistoryContent belongs to this call: a default whose parent was not entered (an
+  // internal transition into its own history) must not run at the parent's next entry.
+  if (met_history_) std::fill(history_content_.begin(), history_content_.end(), -1);
 }
 
 // The second half of enterStates: enter `to_enter` in document order.

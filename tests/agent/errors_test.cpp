@@ -11,6 +11,7 @@
 #include <trellis/persist/failpoint.hpp>
 #include <trellis/reactive/errors.hpp>
 #include <trellis/scxml/errors.hpp>
+#include <trellis/statechart/errors.hpp>
 
 #include <doctest/doctest.h>
 
@@ -40,6 +41,9 @@ std::set<std::string> codes_in_the_code() {
   add(trellis::budget_error("e"));
   add(trellis::table_error("e"));
   add(trellis::phase_error("e"));
+  add(trellis::chart_error("e"));
+  add(trellis::unknown_state("e"));
+  add(trellis::chart_livelock("e"));
   using problem = trellis::scxml::scxml_error::problem;
   for (problem p : {problem::malformed, problem::unsupported, problem::invalid}) {
     add(trellis::scxml::scxml_error(p, "f", "e", 1, 1, "r"));

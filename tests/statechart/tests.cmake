@@ -3,7 +3,11 @@
 # Included from tests/CMakeLists.txt (after trellis_add_test_executable is defined).
 
 trellis_add_test_executable(trellis_statechart_tests LAYERS statechart
-  ${CMAKE_CURRENT_LIST_DIR}/chart_core_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/chart_core_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/builder_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/semantics_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/execution_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/runner_test.cpp)
 add_test(NAME trellis_statechart_tests COMMAND trellis_statechart_tests)
 set_tests_properties(trellis_statechart_tests PROPERTIES LABELS "statechart" TIMEOUT 300)
 
@@ -40,3 +44,23 @@ foreach(spec IN ITEMS "chart|examples/media_player/media_player.hpp|1|cpp"
   set_tests_properties(trellis_statechart_readme_excerpt.${name} PROPERTIES LABELS "statechart"
                                                                            TIMEOUT 60)
 endforeach()
+
+# The runners under threads and on the asynchronous executor (the TSan job runs these).
+trellis_add_test_executable(trellis_statechart_concurrency_tests LAYERS statechart tbb
+  ${CMAKE_CURRENT_LIST_DIR}/chart_concurrency_test.cpp)
+add_test(NAME trellis_statechart_concurrency_tests COMMAND trellis_statechart_concurrency_tests)
+set_tests_properties(trellis_statechart_concurrency_tests PROPERTIES LABELS "concurrency"
+                                                                     TIMEOUT 600)
+if(TRELLIS_SANITIZE STREQUAL "thread")
+  # The same suppressions as trellis_concurrency_tests: see support/tsan.supp.
+  set_tests_properties(trellis_statechart_concurrency_tests PROPERTIES
+    ENVIRONMENT
+      "TSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/../support/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()
+
+# Builder misuse fails to compile with a message that lists what is accepted.
+trellis_add_compile_fail_tests(trellis_statechart_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
+  "guard_wrong_signature|a chart guard must be callable as|20"
+  "guard_not_bool|a chart guard must be callable as|20"
+  "action_wrong_signature|a chart action must be callable as|20"
+  "control|")

@@ -59,6 +59,21 @@ namespace detail {
 template <class>
 inline constexpr bool chart_always_false = false;
 
+/// Whether `G` is one of the guard signatures the file comment lists.
+template <class D, class G>
+inline constexpr bool is_chart_guard =
+    std::is_invocable_r_v<bool, G&, const D&, const ChartEvent&, const ChartQuery&> ||
+    std::is_invocable_r_v<bool, G&, const D&, const ChartEvent&> ||
+    std::is_invocable_r_v<bool, G&, const D&> || std::is_invocable_r_v<bool, G&>;
+
+/// Whether `A` is one of the action signatures the file comment lists.
+template <class D, class A>
+inline constexpr bool is_chart_action =
+    std::is_invocable_v<A&, D&, const ChartEvent&, ChartActions&> ||
+    std::is_invocable_v<A&, D&, const ChartEvent&> || std::is_invocable_v<A&, D&, ChartActions&> ||
+    std::is_invocable_v<A&, D&> || std::is_invocable_v<A&, ChartActions&> ||
+    std::is_invocable_v<A&>;
+
 template <class D, class G>
 auto erase_guard(G g) {
   if constexpr (std::is_invocable_r_v<bool, G&, const D&, const ChartEvent&, const ChartQuery&>) {
@@ -124,14 +139,12 @@ class ContentBuilder {
   /// Runs the named action.
   template <class A>
   Self& call(std::string name, A action) {
-    ChartOp op;
-    op.kind = ChartOp::Kind::call;
-    op.name = name;
-    op.action = static_cast<int>(registry().actions.size());
-    registry().actions.push_back(ChartAction{std::move(name), erase_action<D>(std::move(action))});
-    registry().data_type = &typeid(D);
-    block().push_back(std::move(op));
-    return self();
+    if constexpr (!is_chart_action<D, A>) {
+      (void)erase_action<D>(std::move(action));  // its static_assert says what is accepted
+      return self();
+    } else {
+      return add_call(std::move(name), std::move(action));
+    }
   }
   /// Raises an internal event (SCXML `<raise>`).
   Self& raise(std::string event) {
@@ -176,6 +189,17 @@ class ContentBuilder {
   ContentBuilder& operator=(const ContentBuilder&) = default;
 
  private:
+  template <class A>
+  Self& add_call(std::string name, A action) {
+    ChartOp op;
+    op.kind = ChartOp::Kind::call;
+    op.name = name;
+    op.action = static_cast<int>(registry().actions.size());
+    registry().actions.push_back(ChartAction{std::move(name), erase_action<D>(std::move(action))});
+    registry().data_type = &typeid(D);
+    block().push_back(std::move(op));
+    return self();
+  }
   Self& self() { return static_cast<Self&>(*this); }
   ChartBlock& block() { return self().content_block(); }
   ChartRegistry& registry() { return self().content_registry(); }
@@ -212,11 +236,15 @@ class TransitionBuilder : public detail::ContentBuilder<D, TransitionBuilder<D>>
   /// A named guard; several `when`s on one transition must all hold (checked in order).
   template <class G>
   TransitionBuilder& when(std::string name, G guard) {
-    ChartGuard g;
-    g.name = std::move(name);
-    g.fn = detail::erase_guard<D>(std::move(guard));
-    set_guard(std::move(g));
-    registry_->data_type = &typeid(D);
+    if constexpr (!detail::is_chart_guard<D, G>) {
+      (void)detail::erase_guard<D>(std::move(guard));  // its static_assert says what is accepted
+    } else {
+      ChartGuard g;  // named members: -Wmissing-field-initializers in users' builds
+      g.name = std::move(name);
+      g.fn = detail::erase_guard<D>(std::move(guard));
+      set_guard(std::move(g));
+      registry_->data_type = &typeid(D);
+    }
     return *this;
   }
   /// The guard SCXML writes `In('id')`: the state `id` is active.

@@ -11,8 +11,9 @@
 ///   half-processed step, and no event is lost under concurrent sends.
 /// - Observers (`on_enter`, `on_exit`, `on_transition`) run after the commit in registration
 ///   order, as the flat machines' do (on the sending thread, or on the executor for
-///   AsyncStateChart); inside `ctx.batch(...)` the macrosteps of the batch reach
-///   `on_transition` as one (first before, last after).
+///   AsyncStateChart); inside `ctx.batch(...)` the macrosteps of the batch reach them as one
+///   (first before, last after). `on_enter`/`on_exit` compare the committed configurations:
+///   a state active only in the middle of a macrostep (or of a batch) is not reported.
 /// - Delayed sends (`ChartActions::send`, a builder's `.send(e, delay, id)`) are timed by the
 ///   chart's clock; `send(e)` first delivers those already due (they were sent earlier),
 ///   then `e`, then those its macrostep made due; `fire_due()` delivers them without sending
@@ -95,13 +96,20 @@ struct ChartHolder {
   D data;
   const ChartClock* clock;
   ChartInstance inst;
-  /// Set (under the graph's lock) when the instance has queued sends or an error, so that a
-  /// send can skip the lock when it has neither.
+  /// Set (under the graph's lock) when the instance has queued sends, so that a send can skip
+  /// the lock when there are none.
   std::atomic<bool> maybe_due{false};
-  std::atomic<bool> maybe_error{false};
   /// Told around each macrostep (set before the chart runs; nullptr: none).
   ChartStepHook* hook = nullptr;
 };
+
+/// The error (chart_livelock) of the last macrostep the calling thread ran: ChartStep moves it
+/// here under the graph's lock, and the send that ran the step takes it, so that another
+/// thread's send never throws it. Per thread, and saved around nested sends (an observer's).
+inline std::exception_ptr& chart_step_error() noexcept {
+  static thread_local std::exception_ptr error;
+  return error;
+}
 
 /// The transition function the machine runner calls, under the graph's lock: one macrostep.
 template <class D>
@@ -115,7 +123,7 @@ struct ChartStep {
     const bool took = h->inst.process(e);
     if (h->hook != nullptr) h->hook->after_step(e, took);
     if (!h->inst.pending_sends().empty()) h->maybe_due.store(true, std::memory_order_relaxed);
-    if (h->inst.has_error()) h->maybe_error.store(true, std::memory_order_relaxed);
+    if (h->inst.has_error()) chart_step_error() = h->inst.take_error();
     if (!took) return std::nullopt;
     return h->snapshot(current.step() + 1);
   }
@@ -226,25 +234,30 @@ class BasicStateChart {
     return f(std::as_const(holder_->data));
   }
 
-  /// Calls `f()` each time state `id` is entered (an external self-transition enters again).
+  /// Calls `f()` each time state `id` becomes active in a committed step: inactive before and
+  /// active after, or exited and entered again by the step (an external self-transition). A
+  /// state active only between the microsteps of one macrostep (or the macrosteps of one
+  /// batch) was never committed and is not reported; so entries minus exits told so far is
+  /// always whether the state is active.
   template <class F>
   [[nodiscard]] Subscription on_enter(std::string_view id, F f) {
     static_assert(std::is_invocable_v<F&>, "trellis: on_enter(id, f) needs f()");
     const int s = chart_.definition().index_of(id);
     return observe([s, f = std::move(f)](const ChartConfiguration& from,
                                          const ChartConfiguration& to) mutable {
-      if (to.entered().contains(s) || (to.contains(s) && !from.contains(s))) f();
+      if (to.contains(s) && (!from.contains(s) || reentered(to, s))) f();
     });
   }
 
-  /// Calls `f()` each time state `id` is exited.
+  /// Calls `f()` each time state `id` stops being active in a committed step (or is exited
+  /// and entered again by it); see on_enter.
   template <class F>
   [[nodiscard]] Subscription on_exit(std::string_view id, F f) {
     static_assert(std::is_invocable_v<F&>, "trellis: on_exit(id, f) needs f()");
     const int s = chart_.definition().index_of(id);
     return observe([s, f = std::move(f)](const ChartConfiguration& from,
                                          const ChartConfiguration& to) mutable {
-      if (to.exited().contains(s) || (from.contains(s) && !to.contains(s))) f();
+      if (from.contains(s) && (!to.contains(s) || reentered(to, s))) f();
     });
   }
 
@@ -277,17 +290,22 @@ class BasicStateChart {
   }
 
   SendResult deliver(const ChartEvent& e) {
-    const SendResult r = core_->send(e);
-    if (holder_->maybe_error.load(std::memory_order_relaxed)) {
-      std::exception_ptr err;
-      {
-        detail::GraphLock lock(graph_of(*ctx_));
-        err = holder_->inst.take_error();
-        holder_->maybe_error.store(false, std::memory_order_relaxed);
-      }
-      if (err) std::rethrow_exception(err);
+    std::exception_ptr& slot = detail::chart_step_error();
+    std::exception_ptr outer = std::exchange(slot, nullptr);  // a send around this one
+    SendResult r = SendResult::Rejected;
+    try {
+      r = core_->send(e);
+    } catch (...) {
+      slot = std::move(outer);
+      throw;
     }
+    if (std::exception_ptr err = std::exchange(slot, std::move(outer))) std::rethrow_exception(err);
     return r;
+  }
+
+  /// Whether the (last) macrostep leading to `to` exited `s` and entered it again.
+  static bool reentered(const ChartConfiguration& to, int s) noexcept {
+    return to.entered().contains(s) && to.exited().contains(s);
   }
 
   template <class F>
