@@ -34,9 +34,11 @@ bool ChartTransition::matches(std::string_view name) const noexcept {
   if (any_event) return true;
   for (const std::string& d : descriptors) {
     // normalized by finish(): a prefix on a '.' boundary
-    if (name.size() >= d.size() && !d.empty() && d[0] == name[0] &&
-        name.compare(0, d.size(), d) == 0 && (name.size() == d.size() || name[d.size()] == '.'))
-      return true;
+    const std::size_t n = d.size();
+    if (name.size() < n || (name.size() > n && name[n] != '.')) continue;
+    std::size_t i = 0;
+    while (i < n && d[i] == name[i]) ++i;  // event names are short: cheaper than memcmp
+    if (i == n) return true;
   }
   return false;
 }
@@ -160,6 +162,20 @@ void ChartDefinition::finish() {
                                      p.eventless_candidates.end());
     }
     st.eventless_chain = !st.eventless_candidates.empty();
+  }
+  for (ChartTransition& t : transitions) {
+    t.exit_mask.resize(states.size());
+    if (t.domain >= 0)
+      for (int x = t.domain + 1; x <= state(t.domain).last_descendant; ++x) t.exit_mask.insert(x);
+  }
+  exit_work.resize(states.size());
+  entry_work.resize(states.size());
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const ChartState& st = states[i];
+    if (!st.on_exit.empty()) exit_work.insert(static_cast<int>(i));
+    if (!st.on_entry.empty() || st.kind == StateKind::final_state ||
+        (st.initial >= 0 && !transition(st.initial).content.empty()))
+      entry_work.insert(static_cast<int>(i));
   }
   atomic_states.resize(states.size());
   history_parents.resize(states.size());

@@ -201,8 +201,13 @@ int ChartInstance::domain(int t) {
 
 // computeExitSet for one transition: the active descendants of its domain.
 void ChartInstance::exit_set(int t, StateSet& out) {
+  const ChartTransition& tr = def_->transition(t);
+  if (tr.domain >= 0) {  // precomputed: the active descendants of the domain, word by word
+    out.assign_and(config_, tr.exit_mask);
+    return;
+  }
   out.clear();
-  if (def_->transition(t).targets.empty()) return;
+  if (tr.targets.empty()) return;
   const int d = domain(t);
   if (d < 0) return;
   const int last = def_->state(d).last_descendant;
@@ -238,6 +243,11 @@ void ChartInstance::exit_states(const std::vector<int>& ts) {
       recorded_[static_cast<std::size_t>(h)] = true;
     }
   }
+  if (!leaving.intersects(def_->exit_work)) {  // no exit actions: leave them all at once
+    config_ -= leaving;
+    exited_ |= leaving;
+    return;
+  }
   for (int s = leaving.prev(leaving.capacity()); s >= 0; s = leaving.prev(s)) {
     run_blocks(def_->state(s).on_exit);
     config_.erase(s);
@@ -257,6 +267,7 @@ void ChartInstance::add_descendants(int s, int depth) {
       for (int x : value) add_descendants(x, depth + 1);
       for (int x : value) add_ancestors(x, st.parent, depth + 1);
     } else {
+      history_content_set_ = true;
       history_content_[static_cast<std::size_t>(st.parent)] = st.initial;
       for (int x : def_->transition(st.initial).targets) add_descendants(x, depth + 1);
       for (int x : def_->transition(st.initial).targets) add_ancestors(x, st.parent, depth + 1);
@@ -332,6 +343,12 @@ void ChartInstance::enter_states(const std::vector<int>& ts) {
 
 // The second half of enterStates: enter `to_enter` in document order.
 void ChartInstance::enter_set(const StateSet& to_enter, const StateSet& default_entry) {
+  if (!history_content_set_ && !to_enter.intersects(def_->entry_work)) {
+    config_ |= to_enter;  // nothing runs on entry: enter them all at once
+    entered_ |= to_enter;
+    return;
+  }
+  history_content_set_ = false;
   for (int s = to_enter.next(-1); s >= 0; s = to_enter.next(s)) {
     const ChartState& st = def_->state(s);
     config_.insert(s);

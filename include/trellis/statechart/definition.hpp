@@ -118,6 +118,9 @@ struct ChartTransition {
   /// Precomputed transition domain when no target is a history state (else -2: computed per
   /// use); -1 when targetless.
   int domain = -2;
+  /// The descendants of `domain` when it is precomputed (the states the transition exits are
+  /// the active ones among them; set by finish()).
+  StateSet exit_mask;
   /// Whether this is a state's initial or a history's default transition (not selectable).
   bool pseudo = false;
 
@@ -134,6 +137,10 @@ class ChartDefinition {
   std::vector<ChartAction> actions;
   /// The atomic states (set by finish()).
   StateSet atomic_states;
+  /// The states with exit blocks, and those whose entry does more than join the configuration
+  /// (entry blocks, a final state, an initial transition with content) (set by finish()).
+  StateSet exit_work;
+  StateSet entry_work;
   /// The states that have history children (set by finish()).
   StateSet history_parents;
   /// Whether any transition is eventless (set by finish()).

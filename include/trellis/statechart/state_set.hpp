@@ -24,25 +24,35 @@ class StateSet {
   /// An empty set able to hold states 0 .. `states` - 1.
   explicit StateSet(std::size_t states) { resize(states); }
 
+  // Copies and moves of an inline set (up to 128 states) copy two words and nothing else.
   StateSet(const StateSet& o) : words_(o.words_) {
-    if (words_ > inline_words) heap_ = std::make_unique<std::uint64_t[]>(words_);
-    std::memcpy(data(), o.data(), words_ * sizeof(std::uint64_t));
+    if (words_ <= inline_words) {
+      inline_[0] = o.inline_[0];
+      inline_[1] = o.inline_[1];
+    } else {
+      copy_heap(o);
+    }
   }
-  StateSet(StateSet&& o) noexcept : words_(o.words_), heap_(std::move(o.heap_)) {
-    std::memcpy(inline_, o.inline_, sizeof(inline_));
+  StateSet(StateSet&& o) noexcept : words_(o.words_) {
+    inline_[0] = o.inline_[0];
+    inline_[1] = o.inline_[1];
+    if (words_ > inline_words) heap_ = std::move(o.heap_);
   }
   StateSet& operator=(const StateSet& o) {
-    if (this == &o) return *this;
-    if (o.words_ > inline_words && words_ != o.words_)
-      heap_ = std::make_unique<std::uint64_t[]>(o.words_);
-    words_ = o.words_;
-    std::memcpy(data(), o.data(), words_ * sizeof(std::uint64_t));
+    if (o.words_ <= inline_words && words_ <= inline_words) {
+      words_ = o.words_;
+      inline_[0] = o.inline_[0];
+      inline_[1] = o.inline_[1];
+    } else if (this != &o) {
+      assign_heap(o);
+    }
     return *this;
   }
   StateSet& operator=(StateSet&& o) noexcept {
     words_ = o.words_;
-    heap_ = std::move(o.heap_);
-    std::memcpy(inline_, o.inline_, sizeof(inline_));
+    inline_[0] = o.inline_[0];
+    inline_[1] = o.inline_[1];
+    if (words_ > inline_words || heap_) heap_ = std::move(o.heap_);
     return *this;
   }
   ~StateSet() = default;
@@ -140,6 +150,17 @@ class StateSet {
     for (std::size_t i = 0; i < std::min(words_, o.words_); ++i) data()[i] |= o.data()[i];
     return *this;
   }
+  /// Removes the members of `o`.
+  StateSet& operator-=(const StateSet& o) noexcept {
+    for (std::size_t i = 0; i < std::min(words_, o.words_); ++i) data()[i] &= ~o.data()[i];
+    return *this;
+  }
+  /// Makes this set `a` ∩ `b` (sized like `a`).
+  void assign_and(const StateSet& a, const StateSet& b) {
+    if (words_ != a.words_) resize(static_cast<std::size_t>(a.capacity()));
+    for (std::size_t i = 0; i < words_; ++i)
+      data()[i] = a.data()[i] & (i < b.words_ ? b.data()[i] : 0);
+  }
   bool intersects(const StateSet& o) const noexcept {
     for (std::size_t i = 0; i < std::min(words_, o.words_); ++i)
       if ((data()[i] & o.data()[i]) != 0) return true;
@@ -164,6 +185,17 @@ class StateSet {
   }
 
  private:
+  [[gnu::noinline]] void copy_heap(const StateSet& o) {
+    heap_ = std::make_unique<std::uint64_t[]>(words_);
+    std::memcpy(heap_.get(), o.heap_.get(), words_ * sizeof(std::uint64_t));
+  }
+  [[gnu::noinline]] void assign_heap(const StateSet& o) {
+    if (o.words_ > inline_words && (words_ != o.words_ || !heap_))
+      heap_ = std::make_unique<std::uint64_t[]>(o.words_);
+    words_ = o.words_;
+    std::memcpy(data(), o.data(), words_ * sizeof(std::uint64_t));
+  }
+
   std::uint64_t* data() noexcept { return words_ > inline_words ? heap_.get() : inline_; }
   const std::uint64_t* data() const noexcept {
     return words_ > inline_words ? heap_.get() : inline_;

@@ -179,6 +179,7 @@ class ChartInstance final : public ChartActions {
   };
   std::vector<EntryCache> entry_cache_;  // by transition, filled on first use
   bool met_history_ = false;
+  bool history_content_set_ = false;  // a history default content waits for its entry
 };
 
 }  // namespace detail
