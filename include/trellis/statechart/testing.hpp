@@ -75,6 +75,7 @@
 #include "trellis/statechart/definition.hpp"
 #include "trellis/statechart/detail/chart_instance.hpp"
 #include "trellis/statechart/state_set.hpp"
+#include "trellis/testing/transition_matrix.hpp"
 
 namespace trellis::detail::chart_explore {
 
@@ -808,19 +809,7 @@ ConfigurationMatrix configuration_matrix(const Chart<D>& chart,
 /// The matrix as a Markdown table: one row per configuration, one column per event, each cell
 /// its outcomes joined by " \| " (`|` and line breaks in names escaped); columns padded.
 inline std::string to_markdown(const ConfigurationMatrix& m) {
-  const auto cell_text = [](std::string_view s) {
-    std::string out;
-    for (const char c : s) {
-      if (c == '|') {
-        out += "\\|";
-      } else if (c == '\n' || c == '\r' || c == '\t') {
-        out += ' ';
-      } else {
-        out += c;
-      }
-    }
-    return out;
-  };
+  const auto cell_text = [](std::string_view s) { return detail::markdown_cell(s); };
   const auto width = [](std::string_view s) {
     std::size_t n = 0;
     for (const char c : s) {

@@ -145,25 +145,6 @@ PhaseMatrix<P, E> table_matrix(const TransitionTable<S, E, P>& table) {
 
 }  // namespace trellis::testing
 
-namespace trellis::detail {
-
-// A cell's text in a Markdown table: '|' would end the cell and a line break the row.
-inline std::string markdown_cell(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r' || c == '\t') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace trellis::detail
-
 namespace trellis::testing {
 
 /// The matrix as a Markdown table: one row per phase, one column per event type, each cell its

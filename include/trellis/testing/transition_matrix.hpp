@@ -26,6 +26,25 @@
 #include "trellis/base/error.hpp"
 #include "trellis/machine/transition_function.hpp"
 
+namespace trellis::detail {
+
+// A cell's text in a Markdown table: '|' would end the cell and a line break the row.
+inline std::string markdown_cell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace trellis::detail
+
 namespace trellis::testing {
 
 /// The outcome of every (state, event) pair: a cell holds the target state, or nullopt where
