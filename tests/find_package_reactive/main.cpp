@@ -1,10 +1,14 @@
-// A consumer of trellis::reactive and trellis::machine alone: a computed total, an effect, and
-// a state machine on a pure table; no oneTBB, Boost, nlohmann_json, OpenSSL or SQLite.
+// A consumer of trellis::reactive, trellis::machine and trellis::statechart alone: a computed
+// total, an effect, a state machine on a pure table and a statechart built in code; no oneTBB,
+// Boost, nlohmann_json, OpenSSL, SQLite or an XML parser.
 #include <trellis/machine/state_machine.hpp>
 #include <trellis/machine/transition_table.hpp>
 #include <trellis/reactive.hpp>
+#include <trellis/statechart.hpp>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 enum class Light { Red, Green };
 enum class Tick { Next };
@@ -33,6 +37,18 @@ int main() {
     std::printf("expected Green\n");
     return 1;
   }
-  std::printf("reactive-only consumer: total %d, light green\n", seen);
+  trellis::ChartBuilder<> b("player");
+  b.state("stopped", [](auto& s) { s.on("play").to("playing"); });
+  b.parallel("playing", [](auto& p) {
+    p.state("video", [](auto& r) { r.state("buffering"); });
+    p.state("audio", [](auto& r) { r.state("muted"); });
+  });
+  trellis::StateChart<> chart(ctx, b.build());
+  chart.send("play");
+  if (chart.atomic_configuration() != std::vector<std::string>{"buffering", "muted"}) {
+    std::printf("expected buffering and muted\n");
+    return 1;
+  }
+  std::printf("reactive-only consumer: total %d, light green, chart playing\n", seen);
   return 0;
 }
