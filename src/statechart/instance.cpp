@@ -70,7 +70,8 @@ bool ChartInstance::process(const ChartEvent& e) {
   }
   step_.swap(enabled_);  // microstep reuses the scratch lists
   microstep(step_);
-  macrostep();
+  // Stable already (no eventless transition anywhere, nothing raised): the common case.
+  if (running_ && (def_->has_eventless || !internal_.empty())) macrostep();
   current_ = &none_;
   return true;
 }
@@ -137,11 +138,13 @@ void ChartInstance::select(const ChartEvent* e, std::vector<int>& out) {
     const ChartState& st = def_->state(s);
     // [s] + its proper ancestors, each one's transitions in document order, flattened: the
     // first enabled one wins for this atomic state
-    for (int t : e == nullptr ? st.eventless_candidates : st.event_candidates) {
+    const std::vector<int>& candidates =
+        e == nullptr ? st.eventless_candidates : st.event_candidates;
+    for (const int t : candidates) {
       const ChartTransition& tr = def_->transition(t);
-      if (e != nullptr && !tr.matches(e->name)) continue;
-      if (!guard_holds(tr, ev)) continue;
-      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+      if (e != nullptr && !tr.matches(ev.name)) continue;
+      if (tr.guard >= 0 && !guard_holds(tr, ev)) continue;
+      if (out.empty() || std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
       break;
     }
   }
