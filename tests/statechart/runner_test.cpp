@@ -151,8 +151,7 @@ TEST_CASE_TEMPLATE("chart runner: a targetless transition is a committed step", 
       [&](const ChartConfiguration& before, const ChartConfiguration& after) {
         ++told;
         CHECK(before.ids() == after.ids());
-        CHECK(after.entered().empty());
-        CHECK(after.exited().empty());
+        CHECK(after.reentered().empty());
       });
   CHECK(rig.chart.send("tick") == SendResult::Transitioned);
   CHECK(told == 1);

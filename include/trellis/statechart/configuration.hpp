@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// `ChartConfiguration`: what a running chart's cell holds after each macrostep: the active
-/// states, the states the macrostep entered and exited (a state exited and entered again by
-/// an external self-transition is in both), a step number, and whether the chart is done.
+/// states, the states the macrostep exited and entered again (an external self-transition), a
+/// step number, and whether the chart is done. What a step entered or exited otherwise is the
+/// difference of two configurations (`on_transition` gets both).
 /// Two configurations are equal when they have the same step and active states, so every
 /// macrostep that took a transition is committed and observed, even one that ends where it
 /// started.
@@ -21,12 +22,11 @@ namespace trellis {
 class ChartConfiguration {
  public:
   ChartConfiguration() = default;
-  ChartConfiguration(const ChartDefinition* def, StateSet active, StateSet entered, StateSet exited,
+  ChartConfiguration(const ChartDefinition* def, StateSet active, StateSet reentered,
                      std::uint64_t step, bool done)
       : def_(def),
         active_(std::move(active)),
-        entered_(std::move(entered)),
-        exited_(std::move(exited)),
+        reentered_(std::move(reentered)),
         step_(step),
         done_(done) {}
 
@@ -41,8 +41,8 @@ class ChartConfiguration {
   std::vector<std::string> atomic_ids() const { return def_->ids(def_->atomic(active_)); }
 
   const StateSet& active() const noexcept { return active_; }
-  const StateSet& entered() const noexcept { return entered_; }
-  const StateSet& exited() const noexcept { return exited_; }
+  /// The states the macrostep leading here exited and entered again (active again now).
+  const StateSet& reentered() const noexcept { return reentered_; }
   /// How many macrosteps that took transitions led here (0: the initial configuration).
   std::uint64_t step() const noexcept { return step_; }
   /// Whether a top-level final state was entered: the chart takes no more events.
@@ -58,8 +58,7 @@ class ChartConfiguration {
  private:
   const ChartDefinition* def_ = nullptr;
   StateSet active_;
-  StateSet entered_;
-  StateSet exited_;
+  StateSet reentered_;
   std::uint64_t step_ = 0;
   bool done_ = false;
 };

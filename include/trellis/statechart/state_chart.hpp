@@ -89,8 +89,10 @@ struct ChartHolder {
   ChartHolder& operator=(const ChartHolder&) = delete;
 
   ChartConfiguration snapshot(std::uint64_t step) const {
-    return ChartConfiguration(&inst.definition(), inst.configuration(), inst.entered(),
-                              inst.exited(), step, !inst.running());
+    StateSet reentered;
+    reentered.assign_and(inst.entered(), inst.exited());
+    return ChartConfiguration(&inst.definition(), inst.configuration(), std::move(reentered),
+                              step, !inst.running());
   }
 
   D data;
@@ -305,7 +307,7 @@ class BasicStateChart {
 
   /// Whether the (last) macrostep leading to `to` exited `s` and entered it again.
   static bool reentered(const ChartConfiguration& to, int s) noexcept {
-    return to.entered().contains(s) && to.exited().contains(s);
+    return to.reentered().contains(s);
   }
 
   template <class F>

@@ -488,8 +488,10 @@ class Explorer {
     if (r.stored++ == 0) r.path = path_to(i);
     configs_.push_back(c);
     if (!opts_.invariants.empty()) {
-      const ChartConfiguration view(&def_, n.inst.configuration(), n.inst.entered(),
-                                    n.inst.exited(), n.depth, !n.inst.running());
+      StateSet reentered;
+      reentered.assign_and(n.inst.entered(), n.inst.exited());
+      const ChartConfiguration view(&def_, n.inst.configuration(), std::move(reentered), n.depth,
+                                    !n.inst.running());
       for (const auto& inv : opts_.invariants) {
         bool holds = false;
         try {
