@@ -209,7 +209,7 @@ void ChartInstance::exit_set(int t, StateSet& out) {
     out.assign_and(config_, tr.exit_mask);
     return;
   }
-  out.clear();
+  out.resize(def_->states.size());  // (clears it)
   if (tr.targets.empty()) return;
   const int d = domain(t);
   if (d < 0) return;
@@ -227,10 +227,14 @@ void ChartInstance::microstep(const std::vector<int>& ts) {
 // exitStates: record history first, then exit in exit order (reverse document order).
 void ChartInstance::exit_states(const std::vector<int>& ts) {
   StateSet& leaving = exit_all_;
-  leaving.resize(def_->states.size());
-  for (int t : ts) {
-    exit_set(t, set_b_);
-    leaving |= set_b_;
+  if (ts.size() == 1) {
+    exit_set(ts[0], leaving);
+  } else {
+    leaving.resize(def_->states.size());
+    for (int t : ts) {
+      exit_set(t, set_b_);
+      leaving |= set_b_;
+    }
   }
   const StateSet& with_history = def_->history_parents;
   for (int s = leaving.next_in(with_history, -1); s >= 0; s = leaving.next_in(with_history, s)) {

@@ -89,10 +89,16 @@ struct ChartHolder {
   ChartHolder& operator=(const ChartHolder&) = delete;
 
   ChartConfiguration snapshot(std::uint64_t step) const {
+    std::optional<ChartConfiguration> out;
+    snapshot_into(out, step);
+    return std::move(*out);
+  }
+  /// The configuration after `step` macrosteps, made in place (no move of its sets).
+  void snapshot_into(std::optional<ChartConfiguration>& out, std::uint64_t step) const {
     StateSet reentered;
     reentered.assign_and(inst.entered(), inst.exited());
-    return ChartConfiguration(&inst.definition(), inst.configuration(), std::move(reentered),
-                              step, !inst.running());
+    out.emplace(&inst.definition(), inst.configuration(), std::move(reentered), step,
+                !inst.running());
   }
 
   D data;
@@ -126,8 +132,9 @@ struct ChartStep {
     if (h->hook != nullptr) h->hook->after_step(e, took);
     if (!h->inst.pending_sends().empty()) h->maybe_due.store(true, std::memory_order_relaxed);
     if (h->inst.has_error()) chart_step_error() = h->inst.take_error();
-    if (!took) return std::nullopt;
-    return h->snapshot(current.step() + 1);
+    std::optional<ChartConfiguration> next;
+    if (took) h->snapshot_into(next, current.step() + 1);
+    return next;
   }
   bool accepts(const ChartConfiguration&, const ChartEvent& e) { return h->inst.enabled(e); }
 };
