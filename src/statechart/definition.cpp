@@ -30,19 +30,6 @@ bool event_matches(std::string_view descriptors, std::string_view name) noexcept
   return false;
 }
 
-bool ChartTransition::matches(std::string_view name) const noexcept {
-  if (any_event) return true;
-  for (const std::string& d : descriptors) {
-    // normalized by finish(): a prefix on a '.' boundary
-    const std::size_t n = d.size();
-    if (name.size() < n || (name.size() > n && name[n] != '.')) continue;
-    std::size_t i = 0;
-    while (i < n && d[i] == name[i]) ++i;  // event names are short: cheaper than memcmp
-    if (i == n) return true;
-  }
-  return false;
-}
-
 std::string_view to_string(StateKind k) noexcept {
   switch (k) {
     case StateKind::root:

@@ -125,7 +125,20 @@ struct ChartTransition {
   bool pseudo = false;
 
   bool eventless() const noexcept { return descriptors.empty(); }
-  bool matches(std::string_view name) const noexcept;
+  /// Whether an event named `name` matches one of the descriptors (inline: selection calls it
+  /// for every candidate transition).
+  bool matches(std::string_view name) const noexcept {
+    if (any_event) return true;
+    for (const std::string& d : descriptors) {
+      // normalized by finish(): a prefix on a '.' boundary
+      const std::size_t n = d.size();
+      if (name.size() < n || (name.size() > n && name[n] != '.')) continue;
+      std::size_t i = 0;
+      while (i < n && d[i] == name[i]) ++i;  // event names are short: cheaper than memcmp
+      if (i == n) return true;
+    }
+    return false;
+  }
 };
 
 class ChartDefinition {
