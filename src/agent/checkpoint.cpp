@@ -80,6 +80,24 @@ void from_json(const nlohmann::json& j, Decision& d) {
   from_json(j.at("request"), d.request);
 }
 
+std::string request_id(const Checkpoint& cp) {
+  return cp.status == RunStatus::WaitingApproval ? std::to_string(cp.seq) : std::string();
+}
+
+void to_json(nlohmann::json& j, const Reconciliation& r) {
+  j = {{"key", r.key}, {"happened", r.happened}, {"result", r.result},
+       {"by", r.by},   {"reason", r.reason},     {"at", r.at}};
+}
+
+void from_json(const nlohmann::json& j, Reconciliation& r) {
+  j.at("key").get_to(r.key);
+  j.at("happened").get_to(r.happened);
+  r.result = j.at("result");
+  j.at("by").get_to(r.by);
+  j.at("reason").get_to(r.reason);
+  j.at("at").get_to(r.at);
+}
+
 void to_json(nlohmann::json& j, const Checkpoint& c) {
   j = {{"run_id", c.run_id},
        {"seq", c.seq},
@@ -98,6 +116,8 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
   if (!c.effects.empty()) j["effects"] = c.effects;
   if (c.rerun_step) j["rerun_step"] = *c.rerun_step;
   if (c.decision) j["decision"] = *c.decision;
+  if (c.cancel_handled != 0) j["cancel_handled"] = c.cancel_handled;
+  if (c.reconciliation) j["reconciliation"] = *c.reconciliation;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -124,6 +144,11 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (auto r = j.find("rerun_step"); r != j.end()) c.rerun_step = r->get<std::uint64_t>();
     c.decision.reset();  // absent in records written before decisions were stored, and when none
     if (auto d = j.find("decision"); d != j.end()) from_json(*d, c.decision.emplace());
+    c.cancel_handled = 0;  // absent before cancel requests existed (version 2), and when none
+    if (auto h = j.find("cancel_handled"); h != j.end()) h->get_to(c.cancel_handled);
+    c.reconciliation.reset();
+    if (auto r = j.find("reconciliation"); r != j.end())
+      from_json(*r, c.reconciliation.emplace());
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

@@ -141,6 +141,7 @@ void to_json(nlohmann::json& j, const EffectRecord& r) {
        {"compensates", r.compensates},
        {"started_at", r.started_at},
        {"finished_at", r.finished_at}};
+  if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
 }
 
 void from_json(const nlohmann::json& j, EffectRecord& r) {
@@ -161,6 +162,9 @@ void from_json(const nlohmann::json& j, EffectRecord& r) {
     j.at("compensates").get_to(r.compensates);
     j.at("started_at").get_to(r.started_at);
     j.at("finished_at").get_to(r.finished_at);
+    r.reconciliation.reset();  // absent before reconciliations existed, and when none
+    if (auto rec = j.find("reconciliation"); rec != j.end())
+      from_json(*rec, r.reconciliation.emplace());
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: an effect record does not decode: ") + e.what());
   }

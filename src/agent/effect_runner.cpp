@@ -123,6 +123,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
         throw effect_failed(stored->key, failure_text(*stored));
       case EffectStatus::transient:  // not final: re-issued with the same key
         rec.issued = stored->issued + 1;
+        rec.reconciliation = stored->reconciliation;  // "it did not happen": kept for the audit
         break;
       case EffectStatus::started:  // a crash cut the call off: it may or may not have happened
         if (stored->policy == EffectPolicy::at_most_once || policy == EffectPolicy::at_most_once) {

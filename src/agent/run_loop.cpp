@@ -506,24 +506,34 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
   const std::string fingerprint = spec.fingerprint();
   if (cp->fingerprint != fingerprint)
     throw graph_mismatch(mismatch(from_id, cp->fingerprint, fingerprint));
+  fork_checkpoint(store, std::move(*cp), new_id, spec.entry, SystemClock::instance());
+}
+
+Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
+                           std::string_view entry, Clock& clock) {
   Lease lease = store.lease(new_id, "fork");
   if (store.latest(new_id))
-    throw graph_error("trellis: run '" + new_id + "' already exists; fork into a new id");
-  Checkpoint first = *cp;
-  first.run_id = new_id;
+    throw graph_error("trellis: run '" + std::string(new_id) +
+                      "' already exists; fork into a new id");
+  Checkpoint first = std::move(cp);
+  first.run_id = std::string(new_id);
   first.seq = 0;
-  first.effects.clear();         // the source run's records: the fork has none of its own yet
+  first.effects.clear();  // the source run's records: the fork has none of its own yet
+  first.cancel_handled = 0;
+  first.reconciliation.reset();
   if (terminal(first.status)) {  // a finished run's last checkpoint forks as a fresh start
     first.status = RunStatus::Queued;
     first.reason = Reason::none;
     first.detail.clear();
     first.decision.reset();
-    if (first.next_node.empty()) first.next_node = spec.entry;
-  } else if (first.status == RunStatus::Running || first.status == RunStatus::Cancelled) {
+    if (first.next_node.empty()) first.next_node = std::string(entry);
+  } else if (first.status != RunStatus::WaitingApproval) {
     first.status = RunStatus::Queued;
+    first.detail.clear();
   }
-  first.created_at = now_iso8601(SystemClock::instance());
+  first.created_at = now_iso8601(clock);
   store.create(first);
+  return first;
 }
 
 }  // namespace trellis::agent::detail

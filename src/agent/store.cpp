@@ -2,6 +2,7 @@
 
 #include "trellis/agent/store.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -26,6 +27,45 @@ void check_run_id(std::string_view id) {
     if (!ok) refuse("only letters, digits, '-', '_' and '.' are allowed");
   }
 }
+
+// --- the defaults of Store's newer calls, for a Store written before them --------------------
+
+std::vector<StoredEvent> Store::events_after(std::string_view run_id, std::uint64_t after_seq) {
+  std::vector<nlohmann::json> all = events(run_id);
+  std::vector<StoredEvent> out;
+  for (std::size_t i = after_seq; i < all.size(); ++i)
+    out.push_back(StoredEvent{i + 1, std::move(all[i])});
+  return out;
+}
+
+std::uint64_t Store::request_cancel(const CancelRequest& request) {
+  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id +
+                    "')");
+}
+
+std::vector<CancelRequest> Store::cancel_requests(std::string_view, std::uint64_t) { return {}; }
+
+std::vector<RunSummary> Store::list_runs(const RunFilter& filter) {
+  std::vector<RunSummary> out;
+  for (const std::string& id : runs()) {
+    std::optional<Checkpoint> newest = latest(id);
+    if (!newest) continue;
+    std::optional<Checkpoint> first = checkpoint(id, 0);
+    RunSummary s = summarize(*newest, first ? first->created_at : newest->created_at);
+    if (filter.matches(s)) out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RunSummary& a, const RunSummary& b) { return a.run_id < b.run_id; });
+  return out;
+}
+
+void Store::delete_run(std::string_view run_id) {
+  throw store_error("trellis: this store cannot delete runs (run '" + std::string(run_id) + "')");
+}
+
+void Store::put_graph(const GraphShape&) {}
+
+std::optional<GraphShape> Store::graph(std::string_view) { return std::nullopt; }
 
 }  // namespace trellis::agent
 
@@ -142,6 +182,75 @@ std::vector<nlohmann::json> StoreProtocol::events(std::string_view run_id) {
   check_run_id(run_id);
   return read_events(run_id);
 }
+
+std::vector<StoredEvent> StoreProtocol::events_after(std::string_view run_id,
+                                                    std::uint64_t after_seq) {
+  check_run_id(run_id);
+  return read_events_after(run_id, after_seq);
+}
+
+std::uint64_t StoreProtocol::request_cancel(const CancelRequest& request) {
+  check_run_id(request.run_id);
+  std::uint64_t id = 0;
+  auto body = [&](RunWrite& run) {
+    if (!run.newest_seq())
+      throw unknown_run("trellis: no run '" + request.run_id + "' in the store");
+    id = run.append_cancel_request(request);
+  };
+  write_run(request.run_id, WriteKind::request, body);
+  return id;
+}
+
+std::vector<CancelRequest> StoreProtocol::cancel_requests(std::string_view run_id,
+                                                          std::uint64_t after) {
+  check_run_id(run_id);
+  return read_cancel_requests(run_id, after);
+}
+
+std::vector<RunSummary> StoreProtocol::list_runs(const RunFilter& filter) {
+  return read_summaries(filter);
+}
+
+void StoreProtocol::delete_run(std::string_view run_id) {
+  check_run_id(run_id);
+  if (!erase_run(run_id))
+    throw unknown_run("trellis: no run '" + std::string(run_id) + "' in the store");
+}
+
+void StoreProtocol::put_graph(const GraphShape& shape) { write_graph(shape); }
+
+std::optional<GraphShape> StoreProtocol::graph(std::string_view fingerprint) {
+  return read_graph(fingerprint);
+}
+
+// The primitives' defaults (see store_protocol.hpp).
+
+std::uint64_t RunWrite::append_cancel_request(const CancelRequest& request) {
+  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id +
+                    "')");
+}
+
+std::vector<StoredEvent> StoreProtocol::read_events_after(std::string_view run_id,
+                                                         std::uint64_t after_seq) {
+  return Store::events_after(run_id, after_seq);
+}
+
+std::vector<CancelRequest> StoreProtocol::read_cancel_requests(std::string_view, std::uint64_t) {
+  return {};
+}
+
+std::vector<RunSummary> StoreProtocol::read_summaries(const RunFilter& filter) {
+  return Store::list_runs(filter);
+}
+
+bool StoreProtocol::erase_run(std::string_view run_id) {
+  Store::delete_run(run_id);  // refuses
+  return false;
+}
+
+void StoreProtocol::write_graph(const GraphShape&) {}
+
+std::optional<GraphShape> StoreProtocol::read_graph(std::string_view) { return std::nullopt; }
 
 void StoreProtocol::apply_retention(const Retention& retention) {
   RetentionPlan plan;

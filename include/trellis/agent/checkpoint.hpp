@@ -14,6 +14,7 @@
 
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
+#include "trellis/agent/reconciliation.hpp"
 #include "trellis/agent/resume.hpp"
 #include "trellis/agent/run_status.hpp"
 
@@ -51,6 +52,13 @@ struct Checkpoint {
   /// committed (it survives retries and a cancellation), and in a Failed checkpoint the
   /// decision that failed the run. Absent in records written before decisions were stored.
   std::optional<Decision> decision;
+  /// The id of the newest cancel request (Store::request_cancel) this run has answered, by a
+  /// Cancelled checkpoint; carried by every later checkpoint, so a resume does not cancel again
+  /// on a request that was answered. 0: none. A request with a larger id is pending.
+  std::uint64_t cancel_handled = 0;
+  /// In the Queued checkpoint that reopens a run failed with reconciliation_required: the
+  /// operator's record (and nowhere else).
+  std::optional<Reconciliation> reconciliation;
   Reason reason = Reason::none;
   std::string detail;
   std::string created_at;  ///< ISO-8601 UTC
@@ -59,6 +67,10 @@ struct Checkpoint {
 
   friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
 };
+
+/// The id of the pause `cp` is (its request id, what a decision names): the decimal seq of
+/// the WaitingApproval checkpoint. Empty when `cp` is not WaitingApproval.
+std::string request_id(const Checkpoint& cp);
 
 void to_json(nlohmann::json& j, const Interrupt& i);
 void from_json(const nlohmann::json& j, Interrupt& i);

@@ -51,12 +51,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/errors.hpp"
+#include "trellis/agent/reconciliation.hpp"
 #include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
@@ -117,6 +119,10 @@ struct EffectRecord {
   std::string compensates;   ///< a compensation's record: the key of the effect it undoes
   std::string started_at;    ///< ISO-8601 UTC, of the newest call
   std::string finished_at;   ///< ISO-8601 UTC, of the receipt (empty while started)
+  /// Set when an operator reconciled the effect (operations.hpp): who, why and what they
+  /// found. The record then holds a succeeded receipt with their result (it happened), or a
+  /// transient one that a resume re-issues under the same key (it did not happen).
+  std::optional<Reconciliation> reconciliation = std::nullopt;
 
   /// True once the record holds a final receipt (succeeded or failed).
   bool final() const noexcept {

@@ -76,6 +76,62 @@ class store_error : public error {
   std::string_view id() const noexcept override;
 };
 
+/// The store at a path is not a store: nothing there (and it was opened to read, so nothing
+/// was created), or something that is not trellis's. Code "agent.not_a_store".
+class not_a_store : public store_error {
+ public:
+  using store_error::store_error;
+  std::string_view id() const noexcept override;
+};
+
+/// A decision named a request that is not the run's pending one any more: it was decided, or
+/// the run moved on and paused again (a newer request). Nothing was written.
+/// Code "agent.request_superseded".
+class request_superseded : public error {
+ public:
+  using error::error;
+  std::string_view id() const noexcept override;
+};
+
+/// A decision came after its request's expiry (ApprovalRequest::expires_at). Nothing was
+/// written: the run fails with approval_expired when the process that advances it sees the
+/// expiry. Code "agent.request_expired".
+class request_expired : public error {
+ public:
+  using error::error;
+  std::string_view id() const noexcept override;
+};
+
+/// A request id that names no pause of the run (not a number, or no WaitingApproval checkpoint
+/// of that seq). Code "agent.unknown_request".
+class unknown_request : public error {
+ public:
+  using error::error;
+  std::string_view id() const noexcept override;
+};
+
+/// The run's status does not allow the operation (cancel a finished run, reconcile a run that
+/// did not fail with reconciliation_required, decide on a run that does not wait, delete a run
+/// that is running). Nothing was written. Code "agent.run_conflict".
+class run_conflict : public error {
+ public:
+  using error::error;
+  std::string_view id() const noexcept override;
+};
+
+/// A dry step (Graph::step without commit) reached an effect that has no stored receipt and no
+/// stub: it is not called. `name()` is the effect's name. Code "agent.effect_refused".
+class effect_refused : public error {
+ public:
+  effect_refused(std::string name, const std::string& what)
+      : error(what), name_(std::move(name)) {}
+  std::string_view id() const noexcept override;
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  std::string name_;
+};
+
 /// An effect's call threw (its receipt holds the error): thrown by RunContext::effect on the
 /// first call and, from the receipt, on every replay, so a node sees the same thing either way.
 /// Code "agent.effect_failed".

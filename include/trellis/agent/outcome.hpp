@@ -14,7 +14,7 @@
 
 namespace trellis::agent {
 
-/// Why a run failed (or none).
+/// Why a run failed (or none; or, on a Succeeded run, completed_with_errors).
 enum class Reason {
   none,
   approval_rejected,        ///< a person said no (a business failure)
@@ -25,9 +25,14 @@ enum class Reason {
   node_error,               ///< a node threw a non-transient exception
   retries_exhausted,        ///< a transient error outlived the retry policy
   reconciliation_required,  ///< an at_most_once effect was cut off by a crash (effect.hpp)
+  undeclared_edge,          ///< a node went where its declared edges do not lead (graph.hpp)
+  /// On a Succeeded run, not a failure: it completed, and some of its parts failed (a fan-out
+  /// that goes on after an item fails). Nothing in this release sets it yet.
+  completed_with_errors,
 };
 TRELLIS_ENUM(Reason, none, approval_rejected, approval_expired, denied, max_steps, unknown_node,
-             node_error, retries_exhausted, reconciliation_required);
+             node_error, retries_exhausted, reconciliation_required, undeclared_edge,
+             completed_with_errors);
 
 /// The result of Graph::run or Graph::resume.
 template <class S>
@@ -38,6 +43,9 @@ struct Outcome {
   std::uint64_t steps = 0;                            ///< committed steps so far
   std::optional<S> state = std::nullopt;              ///< the last committed state
   std::optional<Interrupt> interrupt = std::nullopt;  ///< set while WaitingApproval
+  /// While WaitingApproval: the id of the pending request, what a decision names
+  /// (operations.hpp: record_decision; `trellis approve RUN --request ID`).
+  std::string request_id = {};
 
   bool succeeded() const noexcept { return status == RunStatus::Succeeded; }
   bool interrupted() const noexcept { return status == RunStatus::WaitingApproval; }

@@ -29,7 +29,21 @@
 ///   the same key replaces the earlier one. They belong to the run: listed by `effects` in
 ///   the order they first started, kept by keep_last retention, deleted with the run.
 /// - Events: an append-only JSONL log per run (observability: written after the commit, not
-///   part of it).
+///   part of it). Each has a position (StoredEvent::seq) that grows with every append, so
+///   `events_after(run, seq)` continues a reading with no gap and no duplicate (follow.hpp).
+/// - Operators' records: cancel requests are appended to the run's request log
+///   (`request_cancel`, ids 1, 2, ... per run) by any process, without the lease: they are
+///   requests, answered by the process that advances the run (cancel_request.hpp). Decisions
+///   and reconciliations are checkpoints (and, for a reconciliation, an effect record): they
+///   change the run, so they are committed like a step, version-checked (operations.hpp).
+/// - Listing: `list_runs` gives a RunSummary per run from an index the store keeps with every
+///   create and commit, so it does not read every run's history.
+/// - `delete_run` removes a run (checkpoints, effects, events, requests) unless a worker holds
+///   its lease (run_busy).
+/// - Graph shapes (`put_graph`, `graph`): what run() stores so that a program without the
+///   graph can draw it; one per fingerprint, the newest put wins.
+/// - Opening: a store opened to read (FileStoreOptions::read_only, SqliteStoreOptions) writes
+///   nothing, not even an upgrade; a path that holds no store is not_a_store.
 /// Run ids are validated by `check_run_id` in every call of every store, before anything else
 /// is looked at (invalid_run_id, whatever else is wrong with the call).
 /// - What JSON text cannot carry back as it is (a NaN or infinite number, nesting deeper than
@@ -47,8 +61,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/cancel_request.hpp"
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/graph_shape.hpp"
+#include "trellis/agent/run_summary.hpp"
+#include "trellis/agent/stored_event.hpp"
 
 namespace trellis::agent {
 
@@ -130,6 +148,28 @@ class Store {
   virtual void append_event(std::string_view run_id, const nlohmann::json& event) = 0;
   virtual std::vector<nlohmann::json> events(std::string_view run_id) = 0;
   virtual void apply_retention(const Retention& retention) = 0;
+
+  // --- operators' records and views (each store overrides these; the defaults, for a Store
+  // written before them, are correct but slow, or refuse with store_error) -------------------
+
+  /// The run's events after position `after_seq` (0: all), oldest first.
+  virtual std::vector<StoredEvent> events_after(std::string_view run_id, std::uint64_t after_seq);
+  /// Appends `request` (its run_id, by, reason and at; `id` is ignored) to the run's request
+  /// log and returns the id it got (1, 2, ... per run); unknown_run if the run does not exist.
+  /// Needs no lease: the process advancing the run reads it (cancel_requests).
+  virtual std::uint64_t request_cancel(const CancelRequest& request);
+  /// The run's cancel requests with an id larger than `after`, oldest first.
+  virtual std::vector<CancelRequest> cancel_requests(std::string_view run_id,
+                                                     std::uint64_t after = 0);
+  /// Summaries of the runs that pass `filter`, ordered by run id.
+  virtual std::vector<RunSummary> list_runs(const RunFilter& filter = {});
+  /// Deletes run `run_id` whole; unknown_run if it does not exist, run_busy while a worker
+  /// holds its lease.
+  virtual void delete_run(std::string_view run_id);
+  /// Stores `shape` under its fingerprint (replacing an older one).
+  virtual void put_graph(const GraphShape& shape);
+  /// The shape stored under `fingerprint`, if any.
+  virtual std::optional<GraphShape> graph(std::string_view fingerprint);
 };
 
 }  // namespace trellis::agent

@@ -106,6 +106,11 @@ RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::st
 /// Graph::fork.
 void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t seq,
               const std::string& new_id, Store& store);
+/// Creates run `new_id` from `cp` (a checkpoint of another run) and returns its first
+/// checkpoint: a running or cancelled checkpoint forks Queued, a finished one as a fresh start
+/// at its next node or `entry`, a pause forks waiting. graph_error when `new_id` exists.
+Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
+                           std::string_view entry, Clock& clock);
 /// Graph::decode_state: the state stored in `cp`, migrated to the spec's schema.
 std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
                                        const Checkpoint& cp);

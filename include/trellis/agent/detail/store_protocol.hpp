@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "trellis/agent/errors.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent::detail {
@@ -62,13 +63,16 @@ class RunWrite {
   virtual void append(const Checkpoint& next) = 0;
   /// Inserts the effect record, or replaces the record of its key.
   virtual void put_effect(const EffectRecord& record) = 0;
+  /// Appends `request` to the run's request log with the next id (1 + the newest), returned.
+  /// (The default refuses: store_error.)
+  virtual std::uint64_t append_cancel_request(const CancelRequest& request);
 
  protected:
   ~RunWrite() = default;
 };
 
 /// What a write transaction is for (a backend may lock less for a renewal).
-enum class WriteKind { create, commit, put_effect, renew };
+enum class WriteKind { create, commit, put_effect, renew, request };
 
 /// What apply_retention keeps, decided once: `finished_before` is the UTC text (see
 /// checkpoint.hpp's created_at) before which finished runs go, empty for none.
@@ -95,6 +99,13 @@ class StoreProtocol : public Store {
   void append_event(std::string_view run_id, const nlohmann::json& event) final;
   std::vector<nlohmann::json> events(std::string_view run_id) final;
   void apply_retention(const Retention& retention) final;
+  std::vector<StoredEvent> events_after(std::string_view run_id, std::uint64_t after_seq) final;
+  std::uint64_t request_cancel(const CancelRequest& request) final;
+  std::vector<CancelRequest> cancel_requests(std::string_view run_id, std::uint64_t after) final;
+  std::vector<RunSummary> list_runs(const RunFilter& filter) final;
+  void delete_run(std::string_view run_id) final;
+  void put_graph(const GraphShape& shape) final;
+  std::optional<GraphShape> graph(std::string_view fingerprint) final;
 
  protected:
   StoreProtocol() = default;
@@ -117,6 +128,25 @@ class StoreProtocol : public Store {
   virtual void write_event(std::string_view run_id, const nlohmann::json& event) = 0;
   virtual std::vector<nlohmann::json> read_events(std::string_view run_id) = 0;
   virtual void retain(const RetentionPlan& plan) = 0;
+  // The primitives below have defaults (correct over the ones above, but slow, or refusing
+  // with store_error) so a backend can be brought up one part at a time; every store of
+  // trellis overrides them all.
+
+  /// The run's events after position `after_seq`, with their positions (default: the 1-based
+  /// index in read_events).
+  virtual std::vector<StoredEvent> read_events_after(std::string_view run_id,
+                                                     std::uint64_t after_seq);
+  /// The run's cancel requests with an id larger than `after` (none for an unknown run).
+  virtual std::vector<CancelRequest> read_cancel_requests(std::string_view run_id,
+                                                          std::uint64_t after);
+  /// Every run's summary that passes `filter` (from the store's index), ordered by run id
+  /// (default: read_latest and read_history of every run).
+  virtual std::vector<RunSummary> read_summaries(const RunFilter& filter);
+  /// Deletes the run whole; false when it does not exist. Throws run_busy, deleting nothing,
+  /// while a worker holds its lease.
+  virtual bool erase_run(std::string_view run_id);
+  virtual void write_graph(const GraphShape& shape);
+  virtual std::optional<GraphShape> read_graph(std::string_view fingerprint);
 };
 
 }  // namespace trellis::agent::detail
