@@ -221,6 +221,7 @@ class Graph : private detail::StateInterface {
     out.steps = r.steps;
     out.state = std::move(unbox(*r.state));
     out.interrupt = std::move(r.interrupt);
+    out.request_id = std::move(r.request_id);
     return out;
   }
 
