@@ -97,8 +97,37 @@ ALTER TABLE leases_3 RENAME TO leases;
 ALTER TABLE checkpoints ADD COLUMN checksum TEXT;
 ALTER TABLE effects ADD COLUMN checksum TEXT;
 )sql",
+    // 5: the run index (what a listing shows, kept by every create and commit; the rows of an
+    // older database get theirs from their newest checkpoint when it is upgraded), operators'
+    // cancel requests, and graph shapes.
+    R"sql(
+ALTER TABLE runs ADD COLUMN next_node TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN reason TEXT NOT NULL DEFAULT 'none';
+ALTER TABLE runs ADD COLUMN created_at TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN request TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_status ON runs(status, run_id);
+CREATE TABLE cancel_requests(
+  run INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  checksum TEXT NOT NULL,
+  PRIMARY KEY(run, id)) WITHOUT ROWID;
+CREATE TABLE graphs(
+  fingerprint TEXT PRIMARY KEY,
+  shape TEXT NOT NULL,
+  checksum TEXT NOT NULL) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(SqliteStore::schema_version));
+
+// The records from the newest full one at or before seq ?2 of run ?1, up to it: what decodes
+// checkpoint ?2.
+constexpr const char* kChainSql =
+    "SELECT seq, record, checksum FROM checkpoints WHERE run=?1 AND seq<=?2 AND seq>=coalesce("
+    "(SELECT max(seq) FROM checkpoints WHERE run=?1 AND seq<=?2 AND full=1), 0) ORDER BY seq";
+constexpr const char* kOldestSql = "SELECT min(seq) FROM checkpoints WHERE run=?1";
 
 const char* synchronous_pragma(SqliteSynchronous s) {
   switch (s) {
@@ -227,10 +256,20 @@ struct SqliteStore::Db {
   std::filesystem::path path;
   sqlite3* handle = nullptr;
 
-  Db(std::filesystem::path p, unsigned file_mode) : path(std::move(p)) {
-    create_file(file_mode);
-    const int rc =
-        sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  bool read_only = false;
+  // The schema version the statements are written for: schema_version, or for a read-only
+  // store the older version it found (read as it is: the missing tables read as empty).
+  int version = 0;
+
+  Db(std::filesystem::path p, unsigned file_mode, bool ro) : path(std::move(p)), read_only(ro) {
+    const trellis::detail::Modes modes = trellis::detail::Modes::from_file_mode(
+        static_cast<mode_t>(file_mode), "SQLite store '" + path.string() + "'");
+    if (read_only)
+      check_exists();
+    else
+      create_file(modes);
+    const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
     if (rc != SQLITE_OK) {
       const std::string message = handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc);
       sqlite3_close(handle);
@@ -239,12 +278,23 @@ struct SqliteStore::Db {
     }
     sqlite3_extended_result_codes(handle, 1);
   }
+  // Opened to read: a path with no database file there is not a store (and nothing is created:
+  // SQLITE_OPEN_READONLY never creates the file).
+  void check_exists() const {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (st.type() == std::filesystem::file_type::not_found)
+      throw not_a_store("trellis: SQLite store '" + path.string() +
+                        "': no such database (opened read-only: nothing was created)");
+    if (ec)
+      throw store_error("trellis: SQLite store '" + path.string() + "': open: " + ec.message());
+    if (!std::filesystem::is_regular_file(st))
+      throw not_a_store("trellis: SQLite store '" + path.string() + "': not a database file");
+  }
   // Creates a missing database file with exactly `file_mode` (SQLite would create it with
   // 0644 narrowed by the umask), so SQLite gives the -wal and -shm files the same mode. An
   // existing file (or a link to one) is left as it is.
-  void create_file(unsigned file_mode) const {
-    const trellis::detail::Modes modes = trellis::detail::Modes::from_file_mode(
-        static_cast<mode_t>(file_mode), "SQLite store '" + path.string() + "'");
+  void create_file(const trellis::detail::Modes& modes) const {
     if (path.empty() || path == ":memory:") return;  // SQLite's private databases: no file
     trellis::detail::Directory dir;
     if (const int err = dir.open(trellis::detail::parent_directory(path), false, modes))
@@ -265,6 +315,9 @@ struct SqliteStore::Db {
 
   void check(int rc, const std::string& what) const {
     if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+    if ((rc & 0xff) == SQLITE_NOTADB)
+      throw not_a_store("trellis: SQLite store '" + path.string() + "': " + what + ": " +
+                        sqlite3_errmsg(handle) + " (" + sqlite3_errstr(rc) + ")");
     throw store_error("trellis: SQLite store '" + path.string() + "': " + what + ": " +
                       sqlite3_errmsg(handle) + " (" + sqlite3_errstr(rc) + ")");
   }
@@ -282,6 +335,10 @@ struct SqliteStore::Db {
 
   [[noreturn]] void refuse(const std::string& why) const {
     throw store_error("trellis: SQLite store '" + path.string() + "': " + why);
+  }
+  [[noreturn]] void refuse_write(const char* what) const {
+    throw store_error("trellis: SQLite store '" + path.string() + "': opened read-only: " + what +
+                      " is refused, nothing was written");
   }
 
   // What the database holds before trellis touches it: its schema version (-1: no
@@ -333,10 +390,20 @@ struct SqliteStore::Db {
       for (std::size_t i = 0; i < found.others.size() && i < 5; ++i)
         names += (i ? ", " : "") + found.others[i];
       if (found.others.size() > 5) names += ", ...";
-      refuse("the database holds tables of another program (" + names +
-             ") and no trellis_schema: it belongs to something else, and is left as it was "
-             "(trellis uses only an empty database or one it created)");
+      throw not_a_store("trellis: SQLite store '" + path.string() +
+                        "': the database holds tables of another program (" + names +
+                        ") and no trellis_schema: it belongs to something else, and is left as "
+                        "it was (trellis uses only an empty database or one it created)");
     }
+    if (read_only && found.version == -1)
+      throw not_a_store("trellis: SQLite store '" + path.string() +
+                        "': the database is empty: it holds no trellis store (opened read-only: "
+                        "nothing was written)");
+    if (read_only && found.version < 4)
+      refuse("schema version " + std::to_string(found.version) +
+             " predates row checksums and is read only once upgraded: open it for writing "
+             "once (it is upgraded in place to version " +
+             std::to_string(schema_version) + ")");
     return found.version;
   }
 
@@ -390,29 +457,50 @@ struct SqliteStore::Db {
     return *statements.emplace_back(std::make_unique<Stmt>(*this, sql));
   }
 
+  // The statements of the schema in use: a read-only store prepares no writes, and over a
+  // version 4 database none of version 5's tables.
   void prepare_all() {
-    begin = &prepare("BEGIN IMMEDIATE");
-    commit_ = &prepare("COMMIT");
-    rollback_ = &prepare("ROLLBACK");
     run_by_name = &prepare("SELECT id, newest_seq, since_full FROM runs WHERE run_id=?1");
-    insert_run = &prepare(
-        "INSERT INTO runs(run_id, newest_seq, status, finished, newest_at, since_full) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, 0)");
-    update_run = &prepare(
-        "UPDATE runs SET newest_seq=?2, status=?3, finished=?4, newest_at=?5, since_full=?6 "
-        "WHERE id=?1");
-    insert_checkpoint = &prepare(
-        "INSERT INTO checkpoints(run, seq, full, record, checksum) VALUES(?1, ?2, ?3, ?4, ?5)");
-    chain_to = &prepare(
-        "SELECT seq, record, checksum FROM checkpoints WHERE run=?1 AND seq<=?2 AND seq>=coalesce("
-        "(SELECT max(seq) FROM checkpoints WHERE run=?1 AND seq<=?2 AND full=1), 0) "
-        "ORDER BY seq");
+    chain_to = &prepare(kChainSql);
     all_checkpoints =
         &prepare("SELECT seq, record, checksum FROM checkpoints WHERE run=?1 ORDER BY seq");
     list_runs = &prepare("SELECT run_id FROM runs ORDER BY run_id");
     lease_get = &prepare(
         "SELECT owner, pid, token, expires_at_ms, epoch, host, pid_space, started FROM leases "
         "WHERE run_id=?1");
+    select_events = &prepare(
+        "SELECT e.event FROM events e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 ORDER BY e.id");
+    events_after = &prepare(
+        "SELECT e.id, e.event FROM events e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 AND "
+        "e.id>?2 ORDER BY e.id");
+    get_effect = &prepare(
+        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
+        "WHERE r.run_id=?1 AND e.key=?2");
+    list_effects = &prepare(
+        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
+        "WHERE r.run_id=?1 ORDER BY e.ordinal");
+    oldest_seq = &prepare(kOldestSql);
+    all_runs = &prepare("SELECT id, run_id, newest_seq FROM runs ORDER BY run_id");
+    if (version >= 5) {
+      cancel_requests_after = &prepare(
+          "SELECT c.id, c.record, c.checksum FROM cancel_requests c JOIN runs r ON c.run=r.id "
+          "WHERE r.run_id=?1 AND c.id>?2 ORDER BY c.id");
+      get_graph = &prepare("SELECT shape, checksum FROM graphs WHERE fingerprint=?1");
+    }
+    if (read_only) return;
+
+    begin = &prepare("BEGIN IMMEDIATE");
+    commit_ = &prepare("COMMIT");
+    rollback_ = &prepare("ROLLBACK");
+    insert_run = &prepare(
+        "INSERT INTO runs(run_id, newest_seq, status, finished, newest_at, since_full, "
+        "next_node, step, reason, created_at, fingerprint, request) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?5, ?9, ?10)");
+    update_run = &prepare(
+        "UPDATE runs SET newest_seq=?2, status=?3, finished=?4, newest_at=?5, since_full=?6, "
+        "next_node=?7, step=?8, reason=?9, fingerprint=?10, request=?11 WHERE id=?1");
+    insert_checkpoint = &prepare(
+        "INSERT INTO checkpoints(run, seq, full, record, checksum) VALUES(?1, ?2, ?3, ?4, ?5)");
     lease_put = &prepare(
         "INSERT OR REPLACE INTO leases(run_id, owner, pid, token, expires_at_ms, epoch, host, "
         "pid_space, started) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
@@ -421,13 +509,12 @@ struct SqliteStore::Db {
         "UPDATE leases SET token='', owner='', expires_at_ms=0 WHERE run_id=?1 AND token=?2");
     insert_event =
         &prepare("INSERT INTO events(run, event) SELECT id, ?2 FROM runs WHERE run_id=?1");
-    select_events = &prepare(
-        "SELECT e.event FROM events e JOIN runs r ON e.run=r.id WHERE r.run_id=?1 ORDER BY e.id");
     sync_off = &prepare("PRAGMA synchronous=OFF");
     finished_before = &prepare("SELECT id, run_id FROM runs WHERE finished=1 AND newest_at<?1");
     delete_checkpoints = &prepare("DELETE FROM checkpoints WHERE run=?1");
     delete_events = &prepare("DELETE FROM events WHERE run=?1");
     delete_effects = &prepare("DELETE FROM effects WHERE run=?1");
+    delete_requests = &prepare("DELETE FROM cancel_requests WHERE run=?1");
     delete_run = &prepare("DELETE FROM runs WHERE id=?1");
     delete_lease = &prepare("DELETE FROM leases WHERE run_id=?1");
     longer_than = &prepare(
@@ -444,12 +531,13 @@ struct SqliteStore::Db {
         "(SELECT coalesce(max(ordinal) + 1, 0) FROM effects WHERE run=?1), ?3, ?4) "
         "ON CONFLICT(run, key) DO UPDATE SET record=excluded.record, "
         "checksum=excluded.checksum");
-    get_effect = &prepare(
-        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
-        "WHERE r.run_id=?1 AND e.key=?2");
-    list_effects = &prepare(
-        "SELECT e.record, e.checksum FROM effects e JOIN runs r ON e.run=r.id "
-        "WHERE r.run_id=?1 ORDER BY e.ordinal");
+    newest_request = &prepare("SELECT coalesce(max(id), 0) FROM cancel_requests WHERE run=?1");
+    insert_request =
+        &prepare("INSERT INTO cancel_requests(run, id, record, checksum) VALUES(?1, ?2, ?3, ?4)");
+    put_graph = &prepare(
+        "INSERT INTO graphs(fingerprint, shape, checksum) VALUES(?1, ?2, ?3) "
+        "ON CONFLICT(fingerprint) DO UPDATE SET shape=excluded.shape, "
+        "checksum=excluded.checksum");
   }
 
   Stmt* begin = nullptr;
@@ -484,6 +572,15 @@ struct SqliteStore::Db {
   Stmt* make_full = nullptr;
   Stmt* delete_before = nullptr;
   Stmt* set_since_full = nullptr;
+  Stmt* events_after = nullptr;
+  Stmt* oldest_seq = nullptr;
+  Stmt* all_runs = nullptr;
+  Stmt* cancel_requests_after = nullptr;
+  Stmt* get_graph = nullptr;
+  Stmt* delete_requests = nullptr;
+  Stmt* newest_request = nullptr;
+  Stmt* insert_request = nullptr;
+  Stmt* put_graph = nullptr;
 
   std::map<std::int64_t, Cached> cache;                 // run row id -> newest encoder
   std::map<std::string, LeaseToken, std::less<>> held;  // run id -> our newest lease on it
@@ -538,9 +635,66 @@ struct SqliteStore::Db {
 
   // Decodes the chain of `run` up to `seq` (from the newest full record at or before it).
   void decode_to(std::int64_t run, std::uint64_t seq, detail::CheckpointDecoder& decoder) {
-    Query q(*chain_to);
+    decode_with(*chain_to, run, seq, decoder);
+  }
+  void decode_with(Stmt& chain, std::int64_t run, std::uint64_t seq,
+                   detail::CheckpointDecoder& decoder) {
+    Query q(chain);
     q.bind(1, run).bind(2, static_cast<std::int64_t>(seq));
     while (q.step()) apply(decoder, q.text(1), q.text(2), q.integer(0));
+  }
+
+  // A run's summary decoded from its checkpoints, where there is no run index (a version 4
+  // database read as it is, and the upgrade to version 5): its newest checkpoint, and the time
+  // of its oldest kept one (its first, unless retention trimmed it before the upgrade: then
+  // the oldest kept is the earliest time known). nullopt for a run without checkpoints.
+  std::optional<RunSummary> summary_of(Stmt& chain, Stmt& oldest, std::int64_t run,
+                                       std::uint64_t newest_seq) {
+    detail::CheckpointDecoder newest;
+    decode_with(chain, run, newest_seq, newest);
+    if (newest.empty()) return std::nullopt;
+    Checkpoint cp = newest.current();
+    std::uint64_t first_seq = newest_seq;
+    {
+      Query q(oldest);
+      q.bind(1, run);
+      if (q.step()) first_seq = static_cast<std::uint64_t>(q.integer(0));
+    }
+    std::string created_at = cp.created_at;
+    if (first_seq < newest_seq) {
+      detail::CheckpointDecoder first;
+      decode_with(chain, run, first_seq, first);
+      if (!first.empty()) created_at = first.current().created_at;
+    }
+    return summarize(cp, std::move(created_at));
+  }
+
+  // Schema 5: the run index of the runs an older trellis wrote, from their checkpoints.
+  void index_old_runs() {
+    Stmt chain(*this, kChainSql);
+    Stmt oldest(*this, kOldestSql);
+    Stmt update(*this,
+                "UPDATE runs SET next_node=?2, step=?3, reason=?4, created_at=?5, "
+                "fingerprint=?6, request=?7 WHERE id=?1");
+    std::vector<std::pair<std::int64_t, std::uint64_t>> rows;
+    {
+      Stmt all(*this, "SELECT id, newest_seq FROM runs");
+      Query q(all);
+      while (q.step()) rows.emplace_back(q.integer(0), static_cast<std::uint64_t>(q.integer(1)));
+    }
+    for (const auto& [id, newest_seq] : rows) {
+      const std::optional<RunSummary> s = summary_of(chain, oldest, id, newest_seq);
+      if (!s) continue;
+      Query(update)
+          .bind(1, id)
+          .bind(2, s->node)
+          .bind(3, static_cast<std::int64_t>(s->step))
+          .bind(4, enumeration<Reason>::name(s->reason))
+          .bind(5, s->created_at)
+          .bind(6, s->fingerprint)
+          .bind(7, s->request)
+          .run();
+    }
   }
 
   // The record text of a row, checked against the row's checksum and parsed with the file
@@ -582,14 +736,21 @@ struct SqliteStore::Db {
 SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
     : path_(std::move(path)),
       options_(options),
-      db_(std::make_unique<Db>(path_, options_.file_mode)) {
+      db_(std::make_unique<Db>(path_, options_.file_mode, options_.read_only)) {
   Db& db = *db_;
   db.check(sqlite3_busy_timeout(db.handle, static_cast<int>(options_.busy_timeout.count())),
            "busy_timeout");
   // Look before touching anything: a database that is not trellis's (another program's tables,
   // a newer schema) is refused while it is still byte for byte as it was, before the WAL switch
   // or the schema transaction could write to it.
-  db.check_schema(db.inspect());
+  const int found = db.check_schema(db.inspect());
+  if (options_.read_only) {
+    // Read as it is: no WAL switch, no upgrade (an older schema's missing tables read as
+    // empty, its runs are listed from their checkpoints).
+    db.version = found;
+    db.prepare_all();
+    return;
+  }
   // journal_mode answers with the mode in force; anything but WAL (e.g. a read-only file
   // system) would silently lose the concurrency this store promises.
   {
@@ -613,6 +774,7 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
     for (int v = std::max(version, 0); v < schema_version; ++v) {
       db.exec(kMigrations[v], "upgrade the schema to version " + std::to_string(v + 1));
       if (v + 1 == 4) db.checksum_old_rows();
+      if (v + 1 == 5 && version > 0) db.index_old_runs();
     }
     if (version == -1)
       db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
@@ -626,6 +788,7 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
     sqlite3_exec(db.handle, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+  db.version = schema_version;
   db.prepare_all();
   db.sync_on = &db.prepare(synchronous_pragma(options_.synchronous));
 }
@@ -687,6 +850,11 @@ class SqliteStore::Write final : public detail::RunWrite {
         .bind(3, enumeration<RunStatus>::name(first.status))
         .bind(4, static_cast<std::int64_t>(terminal(first.status)))
         .bind(5, first.created_at)
+        .bind(6, first.next_node)
+        .bind(7, static_cast<std::int64_t>(first.step))
+        .bind(8, enumeration<Reason>::name(first.reason))
+        .bind(9, first.fingerprint)
+        .bind(10, request_id(first))
         .run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_.handle);
     Db::Query(*db_.insert_checkpoint)
@@ -732,8 +900,33 @@ class SqliteStore::Write final : public detail::RunWrite {
         .bind(4, static_cast<std::int64_t>(terminal(next.status)))
         .bind(5, next.created_at)
         .bind(6, static_cast<std::int64_t>(entry.encoder.since_full()))
+        .bind(7, next.next_node)
+        .bind(8, static_cast<std::int64_t>(next.step))
+        .bind(9, enumeration<Reason>::name(next.reason))
+        .bind(10, next.fingerprint)
+        .bind(11, request_id(next))
         .run();
     entry.seq = next.seq;
+  }
+
+  std::uint64_t append_cancel_request(const CancelRequest& request) override {
+    // Under BEGIN IMMEDIATE: no other connection can take the same id.
+    std::uint64_t newest = 0;
+    {
+      Db::Query q(*db_.newest_request);
+      q.bind(1, run_->id);
+      if (q.step()) newest = static_cast<std::uint64_t>(q.integer(0));
+    }
+    CancelRequest kept = request;
+    kept.id = newest + 1;
+    const std::string text = dump(nlohmann::json(kept));
+    Db::Query(*db_.insert_request)
+        .bind(1, run_->id)
+        .bind(2, static_cast<std::int64_t>(kept.id))
+        .bind(3, text)
+        .bind(4, trellis::detail::checksum_of(text))
+        .run();
+    return kept.id;
   }
 
   void put_effect(const EffectRecord& record) override {
@@ -760,10 +953,29 @@ class SqliteStore::Write final : public detail::RunWrite {
   std::optional<Db::Cached> pending_;
 };
 
-void SqliteStore::write_run(std::string_view run_id, detail::WriteKind,
+namespace {
+const char* write_name(detail::WriteKind kind) {
+  switch (kind) {
+    case detail::WriteKind::create:
+      return "create";
+    case detail::WriteKind::commit:
+      return "commit";
+    case detail::WriteKind::put_effect:
+      return "put_effect";
+    case detail::WriteKind::renew:
+      return "renew";
+    case detail::WriteKind::request:
+      return "request_cancel";
+  }
+  return "a write";
+}
+}  // namespace
+
+void SqliteStore::write_run(std::string_view run_id, detail::WriteKind kind,
                             detail::RunBody<detail::RunWrite> body) {
   std::lock_guard lock(m_);
   Db& db = *db_;
+  if (db.read_only) db.refuse_write(write_name(kind));
   Db::Transaction tx(db);
   Write run(*this, db, run_id);
   body(run);
@@ -842,6 +1054,7 @@ std::optional<Lease> SqliteStore::take_lease(std::string_view run_id, std::strin
   const detail::ProcessIdentity me = detail::this_process();
   std::lock_guard lock(m_);
   Db& db = *db_;
+  if (db.read_only) db.refuse_write("lease");
   const std::int64_t now = now_ms();
   Db::Transaction tx(db);
   const std::optional<Db::LeaseRow> row = db.find_lease(run_id);
@@ -909,6 +1122,7 @@ void SqliteStore::write_event(std::string_view run_id, const nlohmann::json& eve
   const std::string text = dump(event);
   std::lock_guard lock(m_);
   Db& db = *db_;
+  if (db.read_only) db.refuse_write("append_event");
   Db::Query(*db.sync_off).run();
   try {
     Db::Query(*db.insert_event).bind(1, run_id).bind(2, text).run();
@@ -938,6 +1152,7 @@ void SqliteStore::retain(const detail::RetentionPlan& retention) {
   const std::string& cutoff = retention.finished_before;
   std::lock_guard lock(m_);
   Db& db = *db_;
+  if (db.read_only) db.refuse_write("apply_retention");
   Db::Transaction tx(db);
   if (!cutoff.empty()) {
     std::vector<std::pair<std::int64_t, std::string>> old;
@@ -953,6 +1168,7 @@ void SqliteStore::retain(const detail::RetentionPlan& retention) {
       Db::Query(*db.delete_checkpoints).bind(1, id).run();
       Db::Query(*db.delete_events).bind(1, id).run();
       Db::Query(*db.delete_effects).bind(1, id).run();
+      Db::Query(*db.delete_requests).bind(1, id).run();
       Db::Query(*db.delete_run).bind(1, id).run();
       Db::Query(*db.delete_lease).bind(1, run_id).run();  // a new run of this id starts anew
       db.cache.erase(id);
@@ -998,6 +1214,157 @@ void SqliteStore::retain(const detail::RetentionPlan& retention) {
     }
   }
   tx.commit();
+}
+
+std::vector<StoredEvent> SqliteStore::read_events_after(std::string_view run_id,
+                                                        std::uint64_t after_seq) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  std::vector<StoredEvent> out;
+  Db::Query q(*db.events_after);
+  // Positions are events.id: an INTEGER PRIMARY KEY, larger for every later row.
+  q.bind(1, run_id).bind(2,
+                         static_cast<std::int64_t>(std::min<std::uint64_t>(after_seq, INT64_MAX)));
+  while (q.step()) {
+    StoredEvent e;
+    e.seq = static_cast<std::uint64_t>(q.integer(0));
+    if (auto refusal = trellis::detail::parse_json(q.text(1), e.event))
+      db.refuse("an event of run '" + std::string(run_id) + "' is not JSON: " + refusal->detail);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<CancelRequest> SqliteStore::read_cancel_requests(std::string_view run_id,
+                                                             std::uint64_t after) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  std::vector<CancelRequest> out;
+  if (db.version < 5) return out;  // read-only over version 4: no request log yet
+  Db::Query q(*db.cancel_requests_after);
+  q.bind(1, run_id).bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(after, INT64_MAX)));
+  while (q.step()) {
+    const std::string what =
+        "cancel request " + std::to_string(q.integer(0)) + " of run '" + std::string(run_id) + "'";
+    const nlohmann::json record = db.record_of(q.text(1), q.text(2), what);
+    try {
+      out.push_back(record.get<CancelRequest>());
+    } catch (const store_error& e) {
+      db.refuse(what + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  std::vector<RunSummary> out;
+  if (db.version < 5) {
+    // Read-only over version 4: no index, each run decoded from its checkpoints.
+    std::vector<std::pair<std::int64_t, std::uint64_t>> rows;
+    {
+      Db::Query q(*db.all_runs);
+      while (q.step()) rows.emplace_back(q.integer(0), static_cast<std::uint64_t>(q.integer(2)));
+    }
+    for (const auto& [id, newest_seq] : rows) {
+      std::optional<RunSummary> s = db.summary_of(*db.chain_to, *db.oldest_seq, id, newest_seq);
+      if (s && filter.matches(*s)) out.push_back(std::move(*s));
+    }
+    return out;
+  }
+  // The filter in WHERE (the status one over the runs_by_status index), ordered by run id.
+  std::string sql =
+      "SELECT run_id, status, reason, next_node, step, newest_seq, created_at, newest_at, "
+      "fingerprint, request FROM runs";
+  std::vector<std::string> where;
+  if (filter.status) where.emplace_back("status=?1");
+  if (!filter.since.empty()) where.emplace_back("newest_at>=?2");
+  if (!filter.node.empty()) where.emplace_back("next_node=?3");
+  for (std::size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
+  sql += " ORDER BY run_id";
+  Db::Stmt stmt(db, sql.c_str());
+  Db::Query q(stmt);
+  if (filter.status) q.bind(1, enumeration<RunStatus>::name(*filter.status));
+  if (!filter.since.empty()) q.bind(2, filter.since);
+  if (!filter.node.empty()) q.bind(3, filter.node);
+  while (q.step()) {
+    RunSummary& s = out.emplace_back();
+    s.run_id = q.text(0);
+    const std::string status = q.text(1);
+    const std::string reason = q.text(2);
+    const auto st = enumeration<RunStatus>::from_name(status);
+    const auto re = enumeration<Reason>::from_name(reason);
+    if (!st || !re)
+      db.refuse("run '" + s.run_id + "' has an unknown " +
+                (st ? "reason '" + reason : "status '" + status) + "' in its index row");
+    s.status = *st;
+    s.reason = *re;
+    s.node = q.text(3);
+    s.step = static_cast<std::uint64_t>(q.integer(4));
+    s.seq = static_cast<std::uint64_t>(q.integer(5));
+    s.created_at = q.text(6);
+    s.updated_at = q.text(7);
+    s.fingerprint = q.text(8);
+    s.request = q.text(9);
+  }
+  return out;
+}
+
+bool SqliteStore::erase_run(std::string_view run_id) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  if (db.read_only) db.refuse_write("delete_run");
+  Db::Transaction tx(db);
+  const std::optional<Db::RunRow> run = db.find_run(run_id);
+  if (!run) return false;
+  // The lease rules of take_lease: a live holder (this object included) keeps the run.
+  if (const std::optional<Db::LeaseRow> row = db.find_lease(run_id); row && !row->free(now_ms()))
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by " + row->who() +
+                   "): it is not deleted");
+  Db::Query(*db.delete_checkpoints).bind(1, run->id).run();
+  Db::Query(*db.delete_events).bind(1, run->id).run();
+  Db::Query(*db.delete_effects).bind(1, run->id).run();
+  Db::Query(*db.delete_requests).bind(1, run->id).run();
+  Db::Query(*db.delete_run).bind(1, run->id).run();
+  Db::Query(*db.delete_lease).bind(1, run_id).run();  // a new run of this id starts anew
+  tx.commit();
+  db.cache.erase(run->id);
+  if (auto held = db.held.find(run_id); held != db.held.end()) db.held.erase(held);
+  return true;
+}
+
+void SqliteStore::write_graph(const GraphShape& shape) {
+  const std::string text = dump(nlohmann::json(shape));
+  const std::string sum = trellis::detail::checksum_of(text);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  if (db.read_only) db.refuse_write("put_graph");
+  {
+    // run() puts its graph on every start: an unchanged shape costs a read, not a commit.
+    Db::Query q(*db.get_graph);
+    q.bind(1, shape.fingerprint);
+    if (q.step() && q.text(1) == sum) return;
+  }
+  Db::Query(*db.put_graph).bind(1, shape.fingerprint).bind(2, text).bind(3, sum).run();
+}
+
+std::optional<GraphShape> SqliteStore::read_graph(std::string_view fingerprint) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  if (db.version < 5) return std::nullopt;  // read-only over version 4: no graphs yet
+  Db::Query q(*db.get_graph);
+  q.bind(1, fingerprint);
+  if (!q.step()) return std::nullopt;
+  const std::string what = "the graph shape '" + std::string(fingerprint) + "'";
+  const nlohmann::json record = db.record_of(q.text(0), q.text(1), what);
+  try {
+    return record.get<GraphShape>();
+  } catch (const store_error& e) {
+    db.refuse(what + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    db.refuse(what + ": " + e.what());
+  }
 }
 
 }  // namespace trellis::agent

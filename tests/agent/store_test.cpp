@@ -567,6 +567,14 @@ void sql(const fs::path& db, const std::string& statement) {
   REQUIRE_MESSAGE(rc == SQLITE_OK, text);
 }
 
+// What a database made by this build holds that version 4 did not (the run index, cancel
+// requests, graph shapes): dropped to make an older database out of a new one.
+const std::string kWithoutVersion5 =
+    "DROP INDEX runs_by_status; DROP TABLE cancel_requests; DROP TABLE graphs; "
+    "ALTER TABLE runs DROP COLUMN next_node; ALTER TABLE runs DROP COLUMN step; "
+    "ALTER TABLE runs DROP COLUMN reason; ALTER TABLE runs DROP COLUMN created_at; "
+    "ALTER TABLE runs DROP COLUMN fingerprint; ALTER TABLE runs DROP COLUMN request; ";
+
 }  // namespace
 
 TEST_CASE("sqlite store: a newer schema version is refused with store_error") {
@@ -592,9 +600,9 @@ TEST_CASE("sqlite store: a version 1 database (before effects) is upgraded in pl
     advance(store, "run-1", 3);
   }
   // What version 1 left: no effects table.
-  sql(db,
-      "DROP TABLE effects; ALTER TABLE checkpoints DROP COLUMN checksum; "
-      "UPDATE trellis_schema SET version = 1");
+  sql(db, kWithoutVersion5 +
+              "DROP TABLE effects; ALTER TABLE checkpoints DROP COLUMN checksum; "
+              "UPDATE trellis_schema SET version = 1");
   REQUIRE(sql_integer(db, "SELECT count(*) FROM sqlite_master WHERE name='effects'") == 0);
   {
     SqliteStore store(db);
@@ -714,8 +722,9 @@ TEST_CASE("sqlite store: a version 3 database (rows without checksums) loads and
   }
   // What version 3 left: the same tables without the checksum columns.
   sql(db,
-      "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
-      "UPDATE trellis_schema SET version = 3");
+      kWithoutVersion5 +
+          "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
+          "UPDATE trellis_schema SET version = 3");
   {
     SqliteStore store(db);
     CHECK(seqs(store.history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
@@ -909,11 +918,12 @@ TEST_CASE("sqlite store: a version 2 database (before lease epochs) is upgraded,
   { SqliteStore store(db); }
   // What version 2 left: leases without epochs or the holder's process, one held for long.
   sql(db,
-      "DROP TABLE leases; CREATE TABLE leases(run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
-      "pid INTEGER NOT NULL, token TEXT NOT NULL, expires_at_ms INTEGER NOT NULL); "
-      "INSERT INTO leases VALUES('run-1', 'old-worker', 1, 'tok', 9000000000000); "
-      "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
-      "UPDATE trellis_schema SET version = 2");
+      kWithoutVersion5 +
+          "DROP TABLE leases; CREATE TABLE leases(run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+          "pid INTEGER NOT NULL, token TEXT NOT NULL, expires_at_ms INTEGER NOT NULL); "
+          "INSERT INTO leases VALUES('run-1', 'old-worker', 1, 'tok', 9000000000000); "
+          "ALTER TABLE checkpoints DROP COLUMN checksum; ALTER TABLE effects DROP COLUMN checksum; "
+          "UPDATE trellis_schema SET version = 2");
   SqliteStore store(db);
   CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
   CHECK_THROWS_WITH_AS((void)store.lease("run-1", "new-worker"), doctest::Contains("old-worker"),

@@ -11,10 +11,13 @@ if(COMMAND trellis_set_warnings)
   trellis_set_warnings(trellis_store_lease_child)
 endif()
 
-trellis_add_test_executable(trellis_store_tests LAYERS sqlite ${CMAKE_CURRENT_LIST_DIR}/store_test.cpp)
+trellis_add_test_executable(trellis_store_tests LAYERS sqlite ${CMAKE_CURRENT_LIST_DIR}/store_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sqlite_store_test.cpp)
 target_link_libraries(trellis_store_tests PRIVATE trellis::sqlite OpenSSL::Crypto SQLite::SQLite3)
 target_compile_definitions(trellis_store_tests PRIVATE
-  TRELLIS_STORE_LEASE_CHILD="$<TARGET_FILE:trellis_store_lease_child>")
+  TRELLIS_STORE_LEASE_CHILD="$<TARGET_FILE:trellis_store_lease_child>"
+  # A schema 4 database written by the SqliteStore of the release before issue 14.
+  TRELLIS_SQLITE_V4_FIXTURE="${CMAKE_CURRENT_LIST_DIR}/fixtures/sqlite-v4.db")
 add_dependencies(trellis_store_tests trellis_store_lease_child)
 add_test(NAME trellis_store_tests COMMAND trellis_store_tests)
 set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)

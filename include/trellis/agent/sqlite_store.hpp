@@ -6,16 +6,28 @@
 /// The database is in WAL mode with `synchronous` as configured (FULL by default: a commit
 /// that returned survives a power cut) and a busy timeout, so several processes can share it.
 /// Only an empty database or one trellis created is used: a database that holds anything else
-/// and no `trellis_schema` (another program's), or a newer schema, is refused with store_error
-/// before anything is written to it (it stays byte for byte as it was, not even switched to
-/// WAL). Give trellis a database file of its own.
+/// and no `trellis_schema` (another program's) is refused with not_a_store, a newer schema
+/// with store_error, before anything is written to it (it stays byte for byte as it was, not
+/// even switched to WAL). Give trellis a database file of its own. Opened read-only
+/// (SqliteStoreOptions::read_only), a store writes nothing, upgrades nothing and creates no
+/// database file.
 ///
-/// Tables `trellis_schema`, `runs`, `checkpoints`, `effects`, `events` and `leases`, schema
-/// version `schema_version` (an older one is upgraded in place when opened), are described in
-/// docs/formats.md, section "SQLite schema". Every checkpoint and effect row carries a
-/// checksum of its record text: a record edited or damaged outside trellis is a store_error
-/// naming the database, never returned. Records are parsed with the file readers' nesting
-/// limit (max_json_depth).
+/// Tables `trellis_schema`, `runs` (with the run index list_runs reads), `checkpoints`,
+/// `effects`, `events`, `leases`, `cancel_requests` and `graphs`, schema version
+/// `schema_version` (an older one is upgraded in place when opened for writing), are
+/// described in docs/formats.md, section "SQLite schema". Every checkpoint, effect, cancel
+/// request and graph row carries a checksum of its record text: a record edited or damaged
+/// outside trellis is a store_error naming the database, never returned. Records are parsed
+/// with the file readers' nesting limit (max_json_depth).
+///
+/// The run index (status, reason, next node, step, creation and update times, fingerprint,
+/// pending request) is a part of the `runs` row, updated by create and commit in their own
+/// transaction: `list_runs` reads those rows (its filter in SQL, the status over an index),
+/// never a checkpoint. Cancel requests get their ids inside a BEGIN IMMEDIATE transaction, so
+/// two processes never give the same one. Event positions (`events_after`) are the rows' ids,
+/// shared by all runs: they grow, with gaps. `delete_run` is one transaction (checkpoints,
+/// effects, events, requests, the run and its lease row), run_busy while a live holder has
+/// the lease. `put_graph` of a shape already stored as it is costs one read, no write.
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
 /// is not `expected_seq`, and nothing is written), check and renew the worker's lease (below),
@@ -82,18 +94,33 @@ struct SqliteStoreOptions {
   /// 0660 shares the database with the group. An existing file keeps its mode. A mode that
   /// lets others write is refused by the constructor with invalid_option.
   unsigned file_mode = 0600;
+  /// Open to read only (SQLITE_OPEN_READONLY): a missing file is not_a_store and nothing is
+  /// created; an older schema is read as it is (no upgrade); every write (create, commit,
+  /// lease, put_effect, append_event, request_cancel, delete_run, put_graph, apply_retention)
+  /// throws store_error and writes nothing. The database file is never written. SQLite needs
+  /// the -wal and -shm files to read a WAL database while others may write it: when they are
+  /// missing (the last writer closed it), SQLite creates them, empty, beside it (with the
+  /// database file's mode), and they stay after the store closes until a writer's connection
+  /// closes last and removes them; where they cannot be created (a directory the reader cannot
+  /// write), the open fails with store_error unless the -wal is missing too (SQLite then reads
+  /// with its own memory).
+  bool read_only = false;
 };
 
 class SqliteStore final : public detail::StoreProtocol {
  public:
   /// The schema version this build writes and reads (1: before effect records, 2: before
-  /// lease epochs, 3: before row checksums; such a database is upgraded in place when opened).
-  static constexpr int schema_version = 4;
+  /// lease epochs, 3: before row checksums, 4: before the run index, cancel requests and graph
+  /// shapes; such a database is upgraded in place when opened for writing).
+  static constexpr int schema_version = 5;
 
   /// Opens (creating it with exactly `options.file_mode` if needed, upgrading an older schema)
-  /// the database at `path`. Throws store_error, leaving the file as it was, when it cannot be
-  /// opened, is not a SQLite database, holds a newer schema or anything that is not trellis's;
-  /// invalid_option for a `file_mode` that lets others write.
+  /// the database at `path`; with `options.read_only`, opens it to read, creating and
+  /// upgrading nothing. Throws, leaving the file as it was: not_a_store when it is not a
+  /// SQLite database, holds tables of another program and no trellis schema, or (read-only)
+  /// is missing or empty; store_error when it cannot be opened or holds a newer schema (or,
+  /// read-only, a schema older than 4, which needs the upgrade); invalid_option for a
+  /// `file_mode` that lets others write.
   explicit SqliteStore(std::filesystem::path path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
@@ -125,6 +152,14 @@ class SqliteStore final : public detail::StoreProtocol {
   void write_event(std::string_view run_id, const nlohmann::json& event) override;
   std::vector<nlohmann::json> read_events(std::string_view run_id) override;
   void retain(const detail::RetentionPlan& plan) override;
+  std::vector<StoredEvent> read_events_after(std::string_view run_id,
+                                             std::uint64_t after_seq) override;
+  std::vector<CancelRequest> read_cancel_requests(std::string_view run_id,
+                                                  std::uint64_t after) override;
+  std::vector<RunSummary> read_summaries(const RunFilter& filter) override;
+  bool erase_run(std::string_view run_id) override;
+  void write_graph(const GraphShape& shape) override;
+  std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
 
   std::filesystem::path path_;
   SqliteStoreOptions options_;
