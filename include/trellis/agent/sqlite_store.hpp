@@ -99,11 +99,10 @@ struct SqliteStoreOptions {
   /// lease, put_effect, append_event, request_cancel, delete_run, put_graph, apply_retention)
   /// throws store_error and writes nothing. The database file is never written. SQLite needs
   /// the -wal and -shm files to read a WAL database while others may write it: when they are
-  /// missing (the last writer closed it), SQLite creates them, empty, beside it (with the
-  /// database file's mode), and they stay after the store closes until a writer's connection
-  /// closes last and removes them; where they cannot be created (a directory the reader cannot
-  /// write), the open fails with store_error unless the -wal is missing too (SQLite then reads
-  /// with its own memory).
+  /// missing (the last writer closed it), SQLite creates them beside it (the -wal empty, both
+  /// with the database file's mode), and they stay after the store closes, until a writer's
+  /// connection closes last and removes them. Where they cannot be created (a directory this
+  /// process may not write), SQLite cannot read the database: store_error.
   bool read_only = false;
 };
 
