@@ -118,9 +118,20 @@ std::string dot_text(std::string_view raw) {
 
 std::string dot_quoted(std::string_view text) { return "\"" + dot_text(text) + "\""; }
 
-std::string joined(const std::vector<std::string>& items) {
+std::string joined(const std::vector<std::string>& items, std::string_view by = ", ") {
   std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  for (const std::string& s : items) {
+    if (!out.empty()) out += by;
+    out += s;
+  }
+  return out;
+}
+
+// A line of a comment: no line break may end it early.
+std::string one_line(std::string_view raw) {
+  std::string out = valid_utf8(raw);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
   return out;
 }
 
@@ -298,7 +309,7 @@ std::string dot_node(const DrawnNode& n) {
   if (!n.terminal_point && !n.approval) style.emplace_back("rounded");
   if (n.approval || n.effect) style.emplace_back("filled");
   if (n.unknown) style.emplace_back("dashed");
-  if (!style.empty()) a.emplace_back("style", joined(style));
+  if (!style.empty()) a.emplace_back("style", joined(style, ","));
   if (n.approval)
     a.emplace_back("fillcolor", "#fff4d6");
   else if (n.effect)
@@ -346,8 +357,8 @@ RunPath run_path(const std::vector<Checkpoint>& history) {
 std::string to_mermaid(const GraphShape& shape, const RunPath* path) {
   const Picture p = picture(shape, path);
   std::string out;
-  if (!p.title.empty()) out += "%% " + mermaid_text(p.title) + "\n";
   out += "flowchart TD\n";
+  if (!p.title.empty()) out += "    %% " + one_line(p.title) + "\n";
   out += "    " + mermaid_node(p.start) + "\n";
   for (const DrawnNode& n : p.nodes) out += "    " + mermaid_node(n) + "\n";
   out += "    " + mermaid_node(p.end) + "\n";
@@ -367,7 +378,7 @@ std::string to_mermaid(const GraphShape& shape, const RunPath* path) {
     const auto it = members.find(std::string(name));
     if (it == members.end()) continue;
     out += "    classDef " + std::string(name) + " " + std::string(style) + "\n";
-    out += "    class " + joined(it->second) + " " + std::string(name) + "\n";
+    out += "    class " + joined(it->second, ",") + " " + std::string(name) + "\n";
   }
   return out;
 }

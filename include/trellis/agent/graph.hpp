@@ -81,9 +81,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -154,6 +156,10 @@ class Graph : private detail::StateInterface {
   Graph& edges(std::string node, std::vector<std::string> successors) {
     spec_.by_graph[std::move(node)].successors = std::move(successors);
     return *this;
+  }
+  /// The same, from a list that may hold end_node: `g.edges("review", {"revise", end_node})`.
+  Graph& edges(std::string node, std::initializer_list<std::string_view> successors) {
+    return edges(std::move(node), std::vector<std::string>(successors.begin(), successors.end()));
   }
   /// Marks node `node` as an approval gate (drawings).
   Graph& approval_gate(std::string node) {
