@@ -64,7 +64,8 @@ class Execution final : public EffectHost {
   RunResult start(const Resume* decision) {
     if (cp_.status == RunStatus::Cancelled) {
       // Resuming answers the cancel requests made so far (a pending one is not applied again).
-      const std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+      const std::vector<CancelRequest> asked =
+          store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
       if (!asked.empty()) cp_.cancel_handled = asked.back().id;
       change(RunEvent::Start);
       if (cp_.interrupt) {
@@ -180,8 +181,7 @@ class Execution final : public EffectHost {
       keeper_.check();  // a lost lease stops the run where it is (run_busy)
       if (options_.stop.stop_requested()) return cancel(std::nullopt);
       // An operator's cancel request (Store::request_cancel), from any process.
-      if (std::vector<CancelRequest> asked =
-              store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+      if (std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
           !asked.empty())
         return cancel(std::move(asked.back()));
       if (cp_.step >= spec_.max_steps)
