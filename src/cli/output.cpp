@@ -98,7 +98,8 @@ std::optional<SysClock::time_point> parse_iso(std::string_view s) {
   using namespace std::chrono;
   const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
                            day{static_cast<unsigned>(d)}};
-  if (!ymd.ok() || h > 23 || mi > 59 || se > 60) return std::nullopt;
+  // system_clock counts nanoseconds in 64 bits: it ends in 2262.
+  if (!ymd.ok() || y < 1900 || y > 2200 || h > 23 || mi > 59 || se > 60) return std::nullopt;
   return sys_days{ymd} + hours{h} + minutes{mi} + seconds{se} + milliseconds{ms};
 }
 
