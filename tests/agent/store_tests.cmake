@@ -35,3 +35,15 @@ add_test(NAME trellis_store_conformance_concurrency
          COMMAND trellis_store_conformance_tests --test-suite=concurrency)
 set_tests_properties(trellis_store_concurrency trellis_store_conformance_concurrency PROPERTIES
   LABELS "agent;concurrency" TIMEOUT 300)
+
+# Operators' records and the operations over them (issue 14), over every store.
+trellis_add_test_executable(trellis_store_operations_tests LAYERS sqlite
+  ${CMAKE_CURRENT_LIST_DIR}/store_operations_test.cpp)
+target_link_libraries(trellis_store_operations_tests PRIVATE trellis::sqlite OpenSSL::Crypto
+                                                             SQLite::SQLite3)
+add_test(NAME trellis_store_operations_tests COMMAND trellis_store_operations_tests)
+add_test(NAME trellis_store_operations_concurrency
+         COMMAND trellis_store_operations_tests --test-suite=concurrency)
+set_tests_properties(trellis_store_operations_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+set_tests_properties(trellis_store_operations_concurrency PROPERTIES LABELS "agent;concurrency"
+                                                                     TIMEOUT 300)

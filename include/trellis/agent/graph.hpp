@@ -39,6 +39,16 @@
 /// RunContext::resume() as it was given. A Reject (or a decision after the request expired) is
 /// stored with the failure it causes.
 ///
+/// Operators (operations.hpp, the `trellis` command) act on runs through the store, from any
+/// process, without running a node: a decision recorded on a pause (request ids: the pause's
+/// checkpoint seq, Outcome::request_id) leaves the run Queued with the decision, which the next
+/// resume() applies as if it had been given to it; a cancel request is seen by the run call
+/// that advances the run between steps, and by its node through RunContext::stop_token()
+/// (polled every RunOptions::cancel_poll), and the run ends Cancelled after the step in flight
+/// commits; a run cancelled while it waited for a decision waits again (under a new request id)
+/// when it is resumed, so its approval is never skipped; a reconciliation reopens a run failed
+/// with reconciliation_required, and resume() continues it from the recorded receipt.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
@@ -221,6 +231,7 @@ class Graph : private detail::StateInterface {
     out.steps = r.steps;
     out.state = std::move(unbox(*r.state));
     out.interrupt = std::move(r.interrupt);
+    out.request_id = std::move(r.request_id);
     return out;
   }
 

@@ -95,6 +95,7 @@ struct RunResult {
   std::uint64_t steps = 0;
   std::unique_ptr<StateBox> state;  ///< the last committed state (never null)
   std::optional<Interrupt> interrupt;
+  std::string request_id;  ///< while WaitingApproval
 };
 
 /// Graph::run: creates run `run_id` at the entry node and runs it until it ends or pauses.
