@@ -152,5 +152,7 @@ int fork(Session& s, const std::string& run, std::uint64_t at, const std::string
 
 int run_start(Session& s, const std::string& run, const std::string& state);
 int run_resume(Session& s, const std::string& run);
+int run_step(Session& s, const std::string& run, const std::string& node, const std::string& state,
+             bool commit, const std::vector<std::string>& effects);
 
 }  // namespace trellis::agent::cli::detail

@@ -220,7 +220,9 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
   });
 
   // run / resume: only in a program that links its graph (cli::main)
-  std::string state;
+  std::string state, step_node;
+  bool step_commit = false;
+  std::vector<std::string> step_effects;
   if (graph) {
     CLI::App* run_cmd =
         app.add_subcommand("run", "start a run (with --state JSON, or the default state)");
@@ -231,6 +233,21 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
         app.add_subcommand("resume", "continue a run (queued, cancelled, or cut off by a crash)");
     resume_cmd->add_option("RUN", run_id, "the run")->required();
     resume_cmd->callback([&] { action = [&](Session& s) { return run_resume(s, run_id); }; });
+    CLI::App* step_cmd = app.add_subcommand(
+        "step",
+        "run one node of a run on its own: dry (nothing written, no effect called) by default");
+    step_cmd->add_option("RUN", run_id, "the run")->required();
+    step_cmd->add_option("--node", step_node, "the node to run")->required();
+    step_cmd->add_option("--state", state,
+                         "the state it starts from, as JSON (default: the run's)");
+    step_cmd->add_flag("--commit", step_commit, "a real step: real effects, committed");
+    step_cmd->add_option("--effect", step_effects,
+                         "NAME=JSON: a dry step's answer for effect NAME (repeatable)");
+    step_cmd->callback([&] {
+      action = [&](Session& s) {
+        return run_step(s, run_id, step_node, state, step_commit, step_effects);
+      };
+    });
   }
 
   try {

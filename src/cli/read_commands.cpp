@@ -1,16 +1,29 @@
 // The commands that only read: runs ls/show/history/events/effects/draw, approvals ls.
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <stop_token>
 #include <thread>
 
 #include "cli_support.hpp"
+#include "trellis/agent/diagram.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/follow.hpp"
 #include "trellis/agent/operations.hpp"
 #include "trellis/json/enumeration.hpp"
+
+extern char** environ;  // for posix_spawn: dot gets this process's environment
 
 namespace trellis::agent::cli::detail {
 
@@ -335,11 +348,97 @@ int approvals_ls(Session& s) {
   return 0;
 }
 
-int runs_draw(Session& s, const std::string& run, const std::string&) {
+namespace {
+
+/// The path of Graphviz's `dot` on PATH, or empty.
+std::string find_dot() {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const std::string dirname(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    const std::string candidate = (dirname.empty() ? std::string(".") : dirname) + "/dot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+/// `dot_text` drawn as SVG by `dot -Tsvg` (a store_error when dot is missing or fails).
+std::string to_svg(const std::string& dot_text) {
+  const std::string dot = find_dot();
+  if (dot.empty())
+    throw store_error(
+        "trellis: runs draw --format svg needs Graphviz's dot on PATH (Debian: graphviz); "
+        "--format dot prints the DOT text");
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  std::string in = (tmp / "trellis-draw-XXXXXX").string();
+  const int fd = ::mkstemp(in.data());
+  if (fd < 0)
+    throw store_error("trellis: runs draw: cannot create a temporary file in " + tmp.string());
+  const std::string out = in + ".svg";
+  struct Cleanup {
+    std::string a, b;
+    ~Cleanup() {
+      std::remove(a.c_str());
+      std::remove(b.c_str());
+    }
+  } cleanup{in, out};
+  for (std::size_t done = 0; done < dot_text.size();) {
+    const ssize_t n = ::write(fd, dot_text.data() + done, dot_text.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw store_error("trellis: runs draw: cannot write " + in);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  std::vector<std::string> args{dot, "-Tsvg", in, "-o", out};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (::posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+    throw store_error("trellis: runs draw: cannot start " + dot);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw store_error("trellis: runs draw: " + dot + " -Tsvg failed");
+  std::ifstream svg(out, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(svg), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+int runs_draw(Session& s, const std::string& run, const std::string& format) {
   Store& store = s.store(Access::read);
-  if (!store.latest(run)) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
-  throw store_error(
-      "trellis: runs draw: not built yet (it needs the diagrams of the h-draw branch)");
+  const std::vector<Checkpoint> history = store.history(run);
+  if (history.empty()) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
+  const RunPath path = run_path(history);
+  const std::string& fingerprint = history.back().fingerprint;
+  std::optional<GraphShape> shape = store.graph(fingerprint);
+  if (!shape && s.graph() && s.graph()->fingerprint() == fingerprint) shape = s.graph()->shape();
+  const bool stored = shape.has_value();
+  if (!shape) {  // no shape: the path alone (its nodes are drawn as nodes the shape lacks)
+    shape.emplace();
+    shape->fingerprint = fingerprint;
+    shape->entry = history.front().next_node;
+  }
+  std::string text = format == "mermaid" ? to_mermaid(*shape, &path) : to_dot(*shape, &path);
+  if (format == "svg") text = to_svg(text);
+  if (s.json()) {
+    nlohmann::json doc = document("drawing");
+    doc["run_id"] = run;
+    doc["format"] = format;
+    doc["graph"] = stored;
+    doc["text"] = text;
+    print_json(doc);
+    return 0;
+  }
+  std::cout << text;
+  if (!text.empty() && text.back() != '\n') std::cout << '\n';
+  return 0;
 }
 
 }  // namespace trellis::agent::cli::detail

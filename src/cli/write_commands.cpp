@@ -6,6 +6,7 @@
 #include "cli_support.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/operations.hpp"
+#include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent::cli::detail {
 
@@ -350,6 +351,83 @@ int run_resume(Session& s, const std::string& run) {
                            request_id(*cp) + ": trellis approve " + run + " --request " +
                            request_id(*cp) + " (or reject, input), then resume it");
   return print_report(s, g.resume(run, store));
+}
+
+namespace {
+
+nlohmann::json next_json(const NextStep& next) {
+  if (const auto* go = std::get_if<Goto>(&next)) return {{"kind", "goto"}, {"node", go->node}};
+  if (std::holds_alternative<Halt>(next)) return {{"kind", "halt"}};
+  const Interrupt& i = std::get<Interrupt>(next);
+  nlohmann::json j = interrupt_json(i, "", "");
+  j.erase("id");
+  j.erase("asked_by");
+  j["kind"] = "interrupt";
+  return j;
+}
+
+std::string next_text(const NextStep& next) {
+  if (const auto* go = std::get_if<Goto>(&next)) return "goto " + go->node;
+  if (std::holds_alternative<Halt>(next)) return "halt";
+  return "interrupt: " + std::get<Interrupt>(next).reason;
+}
+
+}  // namespace
+
+int run_step(Session& s, const std::string& run, const std::string& node, const std::string& state,
+             bool commit, const std::vector<std::string>& effects) {
+  GraphRunner& g = graph_of(s, "step");
+  StepOptions options;
+  options.commit = commit;
+  if (!state.empty()) {
+    options.state = parse_json_option(state, "--state");
+    if (std::string why = g.check_state(*options.state); !why.empty())
+      throw usage_failure("trellis: --state is not a state of this graph: " + why);
+  }
+  for (const std::string& e : effects) {
+    const std::size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_failure("trellis: --effect '" + e + "' is not NAME=JSON");
+    options.stubs.insert_or_assign(
+        e.substr(0, eq), parse_json_option(e.substr(eq + 1), "--effect " + e.substr(0, eq)));
+  }
+  if (commit && !options.stubs.empty())
+    throw usage_failure("trellis: step --commit runs real effects: it takes no --effect stubs");
+  const StepReport r = g.step(run, node, s.store(commit ? Access::write : Access::read), options);
+  if (s.json()) {
+    nlohmann::json doc = document("step");
+    doc["run_id"] = run;
+    doc["node"] = node;
+    doc["committed"] = r.committed;
+    doc["next"] = next_json(r.next);
+    doc["state"] = r.state;
+    doc["reason"] = name(r.reason);
+    doc["detail"] = r.detail;
+    doc["seq"] = r.checkpoint ? nlohmann::json(r.checkpoint->seq) : nlohmann::json();
+    doc["effects"] = nlohmann::json::array();
+    for (const StepEffect& e : r.effects)
+      doc["effects"].push_back({{"name", e.name},
+                                {"key", e.key},
+                                {"args", e.args},
+                                {"source", std::string(enumeration<EffectSource>::name(e.source))},
+                                {"status", std::string(enumeration<EffectStatus>::name(e.status))},
+                                {"result", e.result},
+                                {"error", e.error}});
+    print_json(doc);
+    return 0;
+  }
+  std::cout << run << ": " << node << (r.committed ? " (committed" : " (dry: nothing written")
+            << (r.checkpoint ? ", checkpoint " + std::to_string(r.checkpoint->seq) : std::string())
+            << ")\n"
+            << "next:   " << next_text(r.next) << '\n';
+  if (r.reason != Reason::none)
+    std::cout << "fails:  " << name(r.reason) << (r.detail.empty() ? "" : ": " + r.detail) << '\n';
+  std::cout << "state:  " << r.state.dump() << '\n';
+  for (const StepEffect& e : r.effects)
+    std::cout << "effect: " << e.name << " " << enumeration<EffectSource>::name(e.source) << " "
+              << enumeration<EffectStatus>::name(e.status) << " key " << e.key << " -> "
+              << (e.status == EffectStatus::succeeded ? brief(e.result) : e.error) << '\n';
+  return 0;
 }
 
 }  // namespace trellis::agent::cli::detail

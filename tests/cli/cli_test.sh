@@ -233,6 +233,35 @@ case $mode in
     t fork_again 4 fork r-1 --at 1 --as r-1b
     t fork_missing 3 fork r-1 --at 999 --as r-1c
     p forkresume 0 -o json resume r-1b
+
+    # Pictures: Mermaid and DOT from `trellis`; SVG through Graphviz's dot, a clear error without.
+    t draw 0 runs draw r-1
+    grep -q "^flowchart" "$dir/draw.out" || fail "runs draw printed no Mermaid flowchart"
+    t drawdot 0 -o json runs draw r-1 --format dot
+    j drawdot 'd["kind"] == "drawing" and "digraph" in d["text"]'
+    if command -v dot >/dev/null; then
+      t svg 0 runs draw r-1 --format svg
+      grep -q "<svg" "$dir/svg.out" || fail "runs draw --format svg printed no SVG"
+    fi
+    rc=0; PATH=/nonexistent "$trellis" --store "$store" runs draw r-1 --format svg >"$dir/nodot.out" 2>"$dir/nodot.err" || rc=$?
+    [[ $rc == 1 ]] || fail "svg without dot exited with $rc, not 1"
+    err nodot "dot"
+    t draw_missing 3 runs draw nope
+
+    # One node on its own, dry: an effect without a receipt or stub is refused, a stub answers
+    # it; nothing is written either way.
+    p gate4 0 run r-s --state '{"route":"gate"}'
+    seqs=$("$trellis" --store "$store" -o json runs history r-s | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["checkpoints"]))')
+    p stepdry 1 step r-s --node pay
+    err stepdry "pay"
+    p stepstub 0 -o json step r-s --node pay --effect 'pay={"paid":"stub"}'
+    j stepstub 'd["kind"] == "step" and not d["committed"] and d["next"] == {"kind": "goto", "node": "finish"} and d["effects"][0]["source"] == "stub" and d["state"]["paid"] == "stub"'
+    p stepbad 2 step r-s --node pay --effect 'pay={nope'
+    err stepbad "--effect pay"
+    t effects_s 0 -o json runs effects r-s
+    j effects_s 'd["effects"] == []'
+    t hist_s 0 -o json runs history r-s
+    j hist_s 'len(d["checkpoints"]) == '"$seqs"
     ;;
 
   bulk)

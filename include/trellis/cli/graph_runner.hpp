@@ -1,12 +1,13 @@
 #pragma once
 /// @file
-/// `GraphRunner`: what the commands need of a program's graph (run, resume), without its
+/// `GraphRunner`: what the commands need of a program's graph (run, resume, step), without its
 /// state type, so the command line is compiled once for every graph. `cli::main` (main.hpp)
 /// adapts a `Graph<S>` into one; the `trellis` command has none (it does not link a graph).
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +15,21 @@
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
 #include "trellis/agent/run_status.hpp"
+#include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent::cli {
+
+/// What one node on its own did (StepResult<S> with the state as JSON).
+struct StepReport {
+  NextStep next;
+  nlohmann::json state;
+  std::vector<StepEffect> effects;
+  bool committed = false;
+  std::optional<Checkpoint> checkpoint;
+  Reason reason = Reason::none;
+  std::string detail;
+};
 
 /// How a run call ended (Outcome<S> with the state as JSON).
 struct RunReport {
@@ -44,6 +57,10 @@ class GraphRunner {
   virtual RunReport run(const std::string& run_id, const nlohmann::json* state, Store& store) = 0;
   /// Continues run `run_id` (after a crash, a cancellation, a decision recorded by an operator).
   virtual RunReport resume(const std::string& run_id, Store& store) = 0;
+  /// Runs node `node` of run `run_id` once (Graph::step): dry, or committed with
+  /// `options.commit`.
+  virtual StepReport step(const std::string& run_id, const std::string& node, Store& store,
+                          StepOptions options) = 0;
 };
 
 /// The command line: parses argv and runs one command on `store` (the program's own store,

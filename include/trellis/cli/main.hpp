@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// `trellis::agent::cli::main`: the `trellis` command's operator commands (docs/cli.md) inside
-/// a program that links its graph, plus the ones that need the graph: `run RUN [--state JSON]`
-/// and `resume RUN`. An application gets the whole operator command line in one line:
+/// a program that links its graph, plus the ones that need the graph: `run RUN [--state JSON]`,
+/// `resume RUN` and `step RUN --node N [--state JSON] [--commit] [--effect NAME=JSON]...` (one
+/// node on its own: step.hpp). An application gets the whole operator command line in one line:
 ///
 /// ```cpp
 /// int main(int argc, char** argv) {
@@ -37,12 +38,7 @@ class GraphAdapter final : public GraphRunner {
 
   std::string fingerprint() const override { return graph_.fingerprint(); }
 
-  std::optional<GraphShape> shape() const override {
-    if constexpr (requires(const Graph<S>& g) { g.shape(); })
-      return graph_.shape();
-    else
-      return std::nullopt;
-  }
+  std::optional<GraphShape> shape() const override { return graph_.shape(); }
 
   std::string check_state(const nlohmann::json& state) const override {
     try {
@@ -65,6 +61,14 @@ class GraphAdapter final : public GraphRunner {
     return report(run_id, graph_.resume(run_id, store));
   }
 
+  StepReport step(const std::string& run_id, const std::string& node, Store& store,
+                  StepOptions options) override {
+    StepResult<S> r = graph_.step(run_id, node, store, std::move(options));
+    return StepReport{std::move(r.next),  nlohmann::json(r.state), std::move(r.effects),
+                      r.committed,        std::move(r.checkpoint), r.reason,
+                      std::move(r.detail)};
+  }
+
  private:
   static RunReport report(const std::string& run_id, Outcome<S> out) {
     RunReport r;
@@ -85,7 +89,7 @@ class GraphAdapter final : public GraphRunner {
 }  // namespace detail
 
 /// Runs one operator command (argv as main received it) on `store`, or on the store `--store`
-/// names, with `graph` for `run` and `resume`. Returns the exit code (docs/cli.md).
+/// names, with `graph` for `run`, `resume` and `step`. Returns the exit code (docs/cli.md).
 template <class S>
 int main(int argc, char** argv, Graph<S>& graph, Store& store) {
   detail::GraphAdapter<S> adapter(graph);
