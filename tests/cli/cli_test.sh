@@ -45,15 +45,43 @@ p() {
   "$program" --store "$store" "$@" >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
   [[ $rc == "$want" ]] || fail "program $* exited with $rc, not $want"
 }
-# j NAME PYTHON: asserts PYTHON (d is NAME.out's JSON document, or its last line's) holds.
+# j NAME PYTHON: asserts PYTHON (d is NAME.out's JSON document, or its last line's) holds, and
+# that every document of NAME.out is one docs/cli.schema.json describes: schema version 1, a
+# known kind, every member the schema requires of that kind (and of the objects in its arrays).
+schema=$(cd "$(dirname "$0")/../.." && pwd)/docs/cli.schema.json
 j() {
   python3 -c '
 import json, sys
+schema = json.load(open(sys.argv[3]))
+defs = schema["$defs"]
+def resolve(s):
+    return defs[s["$ref"].split("/")[-1]] if "$ref" in s else s
+def check(value, s, where):
+    s = resolve(s)
+    for part in s.get("allOf", []):
+        check(value, part, where)
+    if s.get("type") == "object" and isinstance(value, dict):
+        for m in s.get("required", []):
+            assert m in value, f"{where}: no member {m}"
+        for m, sub in s.get("properties", {}).items():
+            if m in value and value[m] is not None:
+                check(value[m], sub, where + "/" + m)
+    if s.get("type") == "array" and isinstance(value, list):
+        for i, v in enumerate(value):
+            check(v, s["items"], f"{where}/{i}")
+    if "enum" in s:
+        allowed = s["enum"]
+        assert value in allowed, f"{where}: {value!r} is not one of {allowed}"
 lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+for l in lines:
+    doc = json.loads(l)
+    assert doc["trellis_cli"] == 1, "no trellis_cli: 1"
+    kind = doc["kind"]
+    assert "doc_" + kind in defs, f"kind {kind} is not in the schema"
+    check(doc, defs["doc_" + doc["kind"]], doc["kind"])
 d = json.loads(lines[-1])
-assert d["trellis_cli"] == 1, "no trellis_cli: 1"
 ok = eval(sys.argv[2])
-sys.exit(0 if ok else 1)' "$dir/$1.out" "$2" || fail "$1: $2 does not hold"
+sys.exit(0 if ok else 1)' "$dir/$1.out" "$2" "$schema" || fail "$1: $2 does not hold"
 }
 # err NAME TEXT: NAME.err is one line that contains TEXT.
 err() {
@@ -194,7 +222,7 @@ case $mode in
     t after 0 -o json runs events r-1 --after "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"][0]["seq"])' "$dir/events.out")"
     j after 'len(d["events"]) == '"$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["events"]) - 1)' "$dir/events.out")"
     t follow 0 -o json runs events r-1 --follow --poll 50  # a finished run: replayed, then it ends
-    python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$dir/follow.out" || fail "--follow -o json is not JSON lines"
+    j follow 'd["kind"] == "event" and d["run_id"] == "r-1"'  # JSON lines, each checked
 
     # Input answers a request with a value.
     p gate2 0 run r-2 --state '{"route":"gate"}'
