@@ -81,6 +81,14 @@ struct Revise : ag::Node<Doc> {
   }
 };
 
+// The graph, with where each node may go (drawn by `trellis runs draw`; a step anywhere else
+// fails the run with undeclared_edge).
+void build(ag::Graph<Doc>& g) {
+  g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50);
+  g.edges("draft", {"review"}).edges("review", {"revise"}).edges("revise", {ag::end_node});
+  g.approval_gate("review");
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -134,7 +142,7 @@ int main(int argc, char** argv) {
   }
   if (operator_command(args)) {  // the whole operator command line, in one line
     ag::Graph<Doc> g;
-    g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50);
+    build(g);
     ag::FileStore store{dir};
     const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
     std::vector<char*> rest{argv[0]};
@@ -147,7 +155,7 @@ int main(int argc, char** argv) {
   const std::string id = "run-7";
 
   ag::Graph<Doc> g;
-  g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50);
+  build(g);
   ag::FileStore store{dir};
   const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
 

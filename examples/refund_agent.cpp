@@ -348,6 +348,17 @@ void build(ag::Graph<Refund>& g, World& world) {
       .add<Notify>(world)
       .entry("plan")
       .max_steps(20);
+  // Where each node may go, which one asks a person, and which effects each makes: what
+  // `trellis runs draw` shows (a step anywhere else fails the run with undeclared_edge).
+  g.edges("plan", {"approval", "refund"})
+      .edges("approval", {"refund"})
+      .edges("refund", {"receipt"})
+      .edges("receipt", {"notify"})
+      .edges("notify", {ag::end_node});
+  g.approval_gate("approval")
+      .effects("refund", {"refund"})
+      .effects("receipt", {"write_receipt"})
+      .effects("notify", {"notify"});
 }
 
 /// Whether `args` (DIR COMMAND ...) ask for an operator command (docs/cli.md) rather than
