@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs trellis's main demo (examples/draft_review_revise.cpp) in build/release:
-# a durable agent graph that pauses for an approval, then, in a second process, approves.
+# a durable agent graph that pauses for an approval; the `trellis` command (a program that does
+# not link the graph) lists it, shows what it asks and records the approval; the example's own
+# `resume` finishes it; the command shows its history and draws its path.
 # Then examples/refund_agent.cpp: a refund paid once, even when the process is killed after
 # the payment and resumed.
 set -euo pipefail
@@ -16,7 +18,8 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTRELLIS_BUILD_EXAMPLES=ON -DTRELLIS_BUILD_BENCH=ON -DTRELLIS_BUILD_TESTS=OFF
 
 step "build the demo"
-cmake --build build/release --target draft_review_revise refund_agent -j "${TRELLIS_JOBS:-2}"
+cmake --build build/release --target draft_review_revise refund_agent trellis_command \
+  -j "${TRELLIS_JOBS:-2}"
 
 runs=build/release/draft_review_revise.runs
 rm -rf "$runs"  # a fresh run-7 each time
@@ -24,8 +27,22 @@ rm -rf "$runs"  # a fresh run-7 each time
 step "run build/release/examples/draft_review_revise (it pauses at the approval gate)"
 ./build/release/examples/draft_review_revise --store "$runs"
 
-step "approve it (a second process resumes the paused run)"
-./build/release/examples/draft_review_revise --store "$runs" approve "$(id -un)"
+trellis=./build/release/trellis
+step "trellis runs ls, trellis approvals ls: what runs, what waits for a person"
+"$trellis" runs ls --store "$runs"
+"$trellis" approvals ls --store "$runs"
+request=$("$trellis" approvals ls --store "$runs" -o json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["approvals"][0]["id"])')
+
+step "trellis approve (records the decision; runs nothing: the run is Queued)"
+"$trellis" approve run-7 --request "$request" --as "$(id -un)" --comment "ship it" --store "$runs"
+
+step "the example's own resume runs the approved step"
+./build/release/examples/draft_review_revise --store "$runs" resume run-7
+
+step "trellis runs history --diff, trellis runs draw: what each step changed, the path taken"
+"$trellis" runs history run-7 --diff --store "$runs"
+"$trellis" runs draw run-7 --store "$runs"
 
 shop=build/release/refund_agent.runs
 rm -rf "$shop"  # a fresh ledger each time

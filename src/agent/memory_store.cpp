@@ -196,7 +196,7 @@ void MemoryStore::retain(const detail::RetentionPlan& plan) {
 }
 
 std::vector<StoredEvent> MemoryStore::read_events_after(std::string_view run_id,
-                                                       std::uint64_t after_seq) {
+                                                        std::uint64_t after_seq) {
   std::lock_guard lock(m_);
   std::vector<StoredEvent> out;
   auto it = runs_.find(run_id);

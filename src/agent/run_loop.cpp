@@ -29,6 +29,7 @@ void validate(const GraphSpec& spec) {
   if (spec.entry.empty()) throw graph_error("trellis: the graph has no entry node");
   if (!spec.nodes.contains(spec.entry))
     throw graph_error("trellis: the entry node '" + spec.entry + "' is not in the graph");
+  spec.check_declarations();
 }
 
 /// One run call: the loop, with the run's lifecycle machine and its newest checkpoint.
@@ -63,7 +64,8 @@ class Execution final : public EffectHost {
   RunResult start(const Resume* decision) {
     if (cp_.status == RunStatus::Cancelled) {
       // Resuming answers the cancel requests made so far (a pending one is not applied again).
-      const std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+      const std::vector<CancelRequest> asked =
+          store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
       if (!asked.empty()) cp_.cancel_handled = asked.back().id;
       change(RunEvent::Start);
       if (cp_.interrupt) {
@@ -179,8 +181,7 @@ class Execution final : public EffectHost {
       keeper_.check();  // a lost lease stops the run where it is (run_busy)
       if (options_.stop.stop_requested()) return cancel(std::nullopt);
       // An operator's cancel request (Store::request_cancel), from any process.
-      if (std::vector<CancelRequest> asked =
-              store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+      if (std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
           !asked.empty())
         return cancel(std::move(asked.back()));
       if (cp_.step >= spec_.max_steps)
@@ -255,6 +256,8 @@ class Execution final : public EffectHost {
       if (const auto* go = std::get_if<Goto>(&*next); go && !spec_.nodes.contains(go->node))
         return fail(Reason::unknown_node, "node '" + name + "' named a next node '" + go->node +
                                               "' that the graph does not have");
+      if (auto why = spec_.undeclared_edge(name, *next))
+        return fail(Reason::undeclared_edge, std::move(*why));
       state_ = std::move(work);
       if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
       if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
@@ -492,6 +495,7 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
   first.schema = spec.schema;
   first.fingerprint = spec.fingerprint();
   first.created_at = now_iso8601(clock_of(options));
+  store.put_graph(spec.shape());  // for programs that draw the run without the graph
   store.create(first);
   Execution ex(spec, typed, store, options, keeper, std::move(first), std::move(initial));
   ex.emit(EventKind::graph_started, {}, 0.0);

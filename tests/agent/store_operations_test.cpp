@@ -61,10 +61,9 @@ struct Work final : ag::Node<Job> {
 struct Gate final : ag::Node<Job> {
   std::string_view name() const override { return "gate"; }
   ag::NextStep run(Job&, ag::RunContext&) override {
-    return ag::Interrupt{"pay the refund?",
-                         ag::ApprovalRequest{"refund 5.00", {{"amount", 5}}, "money leaves",
-                                             std::nullopt},
-                         "pay"};
+    return ag::Interrupt{
+        "pay the refund?",
+        ag::ApprovalRequest{"refund 5.00", {{"amount", 5}}, "money leaves", std::nullopt}, "pay"};
   }
 };
 
@@ -87,9 +86,7 @@ struct Pay final : ag::Node<Job> {
 struct JobGraph {
   Calls calls;
   ag::Graph<Job> g;
-  JobGraph() {
-    g.add<Work>(calls).add<Gate>().add<Pay>(calls).entry("work").max_steps(20);
-  }
+  JobGraph() { g.add<Work>(calls).add<Gate>().add<Pay>(calls).entry("work").max_steps(20); }
 };
 
 /// The key `pay` gives its refund at `step` of run `id`.
@@ -199,10 +196,10 @@ TEST_CASE_TEMPLATE("store: follow_events replays, then passes what is appended, 
   writer.join();
   CHECK(seen == std::vector<int>{0, 1, 2, 3});
   CHECK(last == h.store().events_after("run-1", 0).back().seq);
-  CHECK_THROWS_AS(ag::follow_events(
-                      h.store(), "nobody", 0, [](const ag::StoredEvent&) { return true; },
-                      stop.get_token()),
-                  ag::unknown_run);
+  CHECK_THROWS_AS(
+      ag::follow_events(
+          h.store(), "nobody", 0, [](const ag::StoredEvent&) { return true; }, stop.get_token()),
+      ag::unknown_run);
 }
 
 TEST_CASE_TEMPLATE("store: list_runs summarizes each run from its newest checkpoint and filters", S,
@@ -289,7 +286,8 @@ TEST_CASE_TEMPLATE("store: delete_run removes a run whole, and refuses while it 
 TEST_CASE_TEMPLATE("store: a graph's shape is kept under its fingerprint; the newest put wins", S,
                    TRELLIS_ALL_STORES) {
   Harness<S> h;
-  ag::GraphShape shape{"v=1;nodes=a,b", "a",
+  ag::GraphShape shape{"v=1;nodes=a,b",
+                       "a",
                        {ag::NodeShape{"a", {"b"}, true, false, {}},
                         ag::NodeShape{"b", {std::string(ag::end_node)}, true, true, {"pay"}}}};
   CHECK_FALSE(h.store().graph(shape.fingerprint).has_value());
@@ -302,9 +300,10 @@ TEST_CASE_TEMPLATE("store: a graph's shape is kept under its fingerprint; the ne
   CHECK_FALSE(h.store().graph("v=2;nodes=a").has_value());
 }
 
-TEST_CASE_TEMPLATE("store: a checkpoint's cancel_handled and reconciliation, and an effect's "
-                   "reconciliation, are stored and read back",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "store: a checkpoint's cancel_handled and reconciliation, and an effect's "
+    "reconciliation, are stored and read back",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   h.store().create(cp("run-1", 0));
   Checkpoint next = cp("run-1", 1, RunStatus::Queued);
@@ -325,16 +324,17 @@ TEST_CASE_TEMPLATE("store: a checkpoint's cancel_handled and reconciliation, and
 
 // ---- decisions ----------------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("operations: an approval recorded without the graph queues the run; a resume "
-                   "runs the step with it",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: an approval recorded without the graph queues the run; a resume "
+    "runs the step with it",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   const auto paused = j.g.run("run-1", Job{}, h.store());
   REQUIRE(paused.interrupted());
   CHECK(paused.request_id == std::to_string(h.store().latest("run-1")->seq));
-  const Checkpoint decided = ag::record_decision(h.reopen(), "run-1", paused.request_id,
-                                                 ag::Approve{"ana", "fine"});
+  const Checkpoint decided =
+      ag::record_decision(h.reopen(), "run-1", paused.request_id, ag::Approve{"ana", "fine"});
   CHECK(decided.status == RunStatus::Queued);
   const auto stored = h.store().latest("run-1");
   REQUIRE(stored.has_value());
@@ -356,8 +356,8 @@ TEST_CASE_TEMPLATE("operations: a rejection recorded without the graph fails the
   Harness<S> h;
   JobGraph j;
   const auto paused = j.g.run("run-1", Job{}, h.store());
-  const Checkpoint c = ag::record_decision(h.store(), "run-1", paused.request_id,
-                                           ag::Reject{"too much", "bo"});
+  const Checkpoint c =
+      ag::record_decision(h.store(), "run-1", paused.request_id, ag::Reject{"too much", "bo"});
   CHECK(c.status == RunStatus::Failed);
   CHECK(c.reason == ag::Reason::approval_rejected);
   CHECK(c.detail == "rejected by bo: too much");
@@ -366,9 +366,10 @@ TEST_CASE_TEMPLATE("operations: a rejection recorded without the graph fails the
   CHECK(j.calls.refunds == 0);
 }
 
-TEST_CASE_TEMPLATE("operations: a decision on a superseded, unknown or malformed request is "
-                   "refused and writes nothing",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: a decision on a superseded, unknown or malformed request is "
+    "refused and writes nothing",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   const auto paused = j.g.run("run-1", Job{}, h.store());
@@ -394,9 +395,10 @@ TEST_CASE_TEMPLATE("operations: a decision on a superseded, unknown or malformed
   CHECK(h.store().latest("run-1")->status == RunStatus::Queued);
 }
 
-TEST_CASE_TEMPLATE("operations: a decision after the request expired is request_expired and "
-                   "writes nothing",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: a decision after the request expired is request_expired and "
+    "writes nothing",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   h.store().create(cp("run-1", 0, RunStatus::Running));
   Checkpoint pause = cp("run-1", 1, RunStatus::WaitingApproval);
@@ -424,9 +426,10 @@ TEST_CASE_TEMPLATE("operations: a decision while a worker holds the run is run_b
 
 // ---- cancellations -----------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("operations: cancelling a run nobody advances commits Cancelled at once; a "
-                   "resume continues it and does not cancel again",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: cancelling a run nobody advances commits Cancelled at once; a "
+    "resume continues it and does not cancel again",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   Checkpoint first = cp("run-1", 0, RunStatus::Queued);
@@ -455,9 +458,10 @@ TEST_CASE_TEMPLATE("operations: cancelling a run nobody advances commits Cancell
   CHECK(done.state->count == 3);
 }
 
-TEST_CASE_TEMPLATE("operations: a run cancelled while it waits for approval waits again when "
-                   "resumed, under a new request id",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: a run cancelled while it waits for approval waits again when "
+    "resumed, under a new request id",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   const auto paused = j.g.run("run-1", Job{}, h.store());
@@ -489,9 +493,10 @@ TEST_CASE_TEMPLATE("operations: cancelling a finished run is run_conflict and wr
   CHECK_THROWS_AS(ag::cancel_run(h.store(), "nobody", "ana", ""), ag::unknown_run);
 }
 
-TEST_CASE_TEMPLATE("operations: while a worker advances the run, cancel only records the "
-                   "request; the worker's next check between steps cancels the run",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: while a worker advances the run, cancel only records the "
+    "request; the worker's next check between steps cancels the run",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   Checkpoint first = cp("run-1", 0, RunStatus::Queued);
@@ -517,10 +522,11 @@ TEST_CASE_TEMPLATE("operations: while a worker advances the run, cancel only rec
   CHECK(j.g.resume("run-1", h.store()).succeeded());
 }
 
-TEST_CASE_TEMPLATE("operations: a node sees a cancel request from another thread through its "
-                   "stop_token, and the run ends Cancelled after its step" *
-                       doctest::test_suite("concurrency"),
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: a node sees a cancel request from another thread through its "
+    "stop_token, and the run ends Cancelled after its step" *
+        doctest::test_suite("concurrency"),
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   std::atomic<bool> asked{false};
@@ -537,8 +543,8 @@ TEST_CASE_TEMPLATE("operations: a node sees a cancel request from another thread
   ag::RunOptions o;
   o.cancel_poll = 5ms;
   // Each work step waits up to 10 s unless its stop_token fires.
-  const auto out = j.g.run("run-1", Job{.count = 0, .paid = {}, .slow_ms = 10'000, .gate = false},
-                           h.store(), o);
+  const auto out =
+      j.g.run("run-1", Job{.count = 0, .paid = {}, .slow_ms = 10'000, .gate = false}, h.store(), o);
   canceller.join();
   if (failed) std::rethrow_exception(failed);
   CHECK(asked);
@@ -552,9 +558,10 @@ TEST_CASE_TEMPLATE("operations: a node sees a cancel request from another thread
 
 // ---- reconciliations ----------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("operations: reconciling 'it happened' reopens the run, and the resume takes "
-                   "the recorded result without paying again",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: reconciling 'it happened' reopens the run, and the resume takes "
+    "the recorded result without paying again",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   cut_off_refund(j, h.store(), "run-1");
@@ -580,9 +587,10 @@ TEST_CASE_TEMPLATE("operations: reconciling 'it happened' reopens the run, and t
   CHECK(j.calls.refunds == paid);  // not called again
 }
 
-TEST_CASE_TEMPLATE("operations: reconciling 'it did not happen' re-issues the call under the "
-                   "same key",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: reconciling 'it did not happen' re-issues the call under the "
+    "same key",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   cut_off_refund(j, h.store(), "run-1");
@@ -601,9 +609,10 @@ TEST_CASE_TEMPLATE("operations: reconciling 'it did not happen' re-issues the ca
   CHECK(rec->reconciliation->by == "bo");
 }
 
-TEST_CASE_TEMPLATE("operations: reconcile refuses a run that does not need it, an unknown key "
-                   "and an effect that is not in doubt",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: reconcile refuses a run that does not need it, an unknown key "
+    "and an effect that is not in doubt",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   cut_off_refund(j, h.store(), "run-1");
@@ -621,9 +630,10 @@ TEST_CASE_TEMPLATE("operations: reconcile refuses a run that does not need it, a
                   ag::run_conflict);  // reopened: no longer failed
 }
 
-TEST_CASE_TEMPLATE("operations: a reconciliation cut off between its two writes is finished by "
-                   "repeating it",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "operations: a reconciliation cut off between its two writes is finished by "
+    "repeating it",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
   cut_off_refund(j, h.store(), "run-1");
@@ -654,7 +664,8 @@ TEST_CASE_TEMPLATE("operations: fork_run copies a checkpoint into a new run with
   CHECK(at1.status == RunStatus::Queued);
   CHECK(at1.seq == 0);
   CHECK(at1.next_node == h.store().checkpoint("run-1", 1)->next_node);
-  const Checkpoint fresh = ag::fork_run(h.store(), "run-1", h.store().latest("run-1")->seq, "run-3");
+  const Checkpoint fresh =
+      ag::fork_run(h.store(), "run-1", h.store().latest("run-1")->seq, "run-3");
   CHECK(fresh.next_node == "work");  // a succeeded run forks from its first node
   CHECK(j.g.resume("run-2", h.store()).succeeded());
   CHECK_THROWS_AS(ag::fork_run(h.store(), "run-1", 1, "run-2"), ag::graph_error);

@@ -70,6 +70,9 @@ struct FileStoreOptions {
   /// it with the group (directories 0750 or 0770). A mode that lets others write, or that does
   /// not let the owner read and write, is refused by the constructor with invalid_option.
   unsigned file_mode = 0600;
+  /// Open to read only: write nothing, create nothing (a path that holds no store is
+  /// not_a_store). Placeholder: the store honours it once the FileStore branch lands.
+  bool read_only = false;
 };
 
 class FileStore final : public detail::StoreProtocol {

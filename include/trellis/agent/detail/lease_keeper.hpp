@@ -19,13 +19,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
-#include <optional>
-#include <string>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <stop_token>
+#include <string>
 #include <thread>
 
 #include "trellis/agent/store.hpp"
