@@ -193,7 +193,7 @@ class Recorder : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs)
-      if (!r.error_occurred && r.run_type == Run::RT_Iteration)
+      if (!r.error_occurred && (r.run_type == Run::RT_Iteration || r.aggregate_name == "median"))
         ms_[r.run_name.function_name].push_back(r.GetAdjustedRealTime());
     ConsoleReporter::ReportRuns(runs);
   }
