@@ -32,9 +32,11 @@ void exec_sql(const fs::path& db, const std::string& statement) {
   REQUIRE_MESSAGE(rc == SQLITE_OK, text);
 }
 
-// A copy of the schema 4 database of tests/agent/fixtures (written by the SqliteStore of the
-// release before issue 14): run "refund-done" succeeded (approved by ana), run
-// "refund-waiting" waits for approval after its effect "fetch_order".
+// A copy of tests/agent/fixtures/sqlite-v4.db, a schema 4 database written by the SqliteStore
+// of the release before issue 14 (commit 21eaec4) through Graph::run and resume over a graph
+// lookup (an at_least_once effect "fetch_order") -> gate (an approval request, then "pay") ->
+// pay (Halt): run "refund-done" was approved by ana and succeeded; run "refund-waiting" waits
+// for approval, with its effect record.
 fs::path copy_v4_fixture(const persist_test::ScratchDir& dir) {
   const fs::path db = dir / "runs.db";
   fs::copy_file(TRELLIS_SQLITE_V4_FIXTURE, db);
