@@ -691,35 +691,140 @@ bool same_journal(const FileStamp& a, const FileStamp& b) {
   return a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns;
 }
 
+// One line of the index: a JSON array (compact, and cheap to read back: list_runs reads a line
+// per run), [ino, size, mtime_ns, run_id, status, reason, node, step, seq, created_at,
+// updated_at, fingerprint, request].
 std::string index_line(const RunSummary& s, const FileStamp& journal) {
-  nlohmann::json j = {{"ino", static_cast<std::uint64_t>(journal.ino)},
-                      {"mtime_ns", journal.mtime_ns},
-                      {"size", journal.size},
-                      {"summary", s}};
+  const nlohmann::json j = {static_cast<std::uint64_t>(journal.ino),
+                            journal.size,
+                            journal.mtime_ns,
+                            s.run_id,
+                            enumeration<RunStatus>::name(s.status),
+                            enumeration<Reason>::name(s.reason),
+                            s.node,
+                            s.step,
+                            s.seq,
+                            s.created_at,
+                            s.updated_at,
+                            s.fingerprint,
+                            s.request};
   return j.dump() + "\n";
+}
+
+// Reads index lines as index_line writes them. The fast path takes strings without escapes
+// (almost all of them); a line it cannot take goes through the JSON parser.
+class IndexLineReader {
+ public:
+  explicit IndexLineReader(std::string_view line)
+      : p_(line.data()), end_(line.data() + line.size()) {}
+
+  bool read(IndexEntry& out) {
+    std::uint64_t ino = 0;
+    std::string_view status, reason;
+    RunSummary& s = out.summary;
+    if (!(take('[') && number(ino) && take(',') && number(out.journal.size) && take(',') &&
+          signed_number(out.journal.mtime_ns) && take(',') && text(s.run_id) && take(',') &&
+          text(status) && take(',') && text(reason) && take(',') && text(s.node) && take(',') &&
+          number(s.step) && take(',') && number(s.seq) && take(',') && text(s.created_at) &&
+          take(',') && text(s.updated_at) && take(',') && text(s.fingerprint) && take(',') &&
+          text(s.request) && take(']') && p_ == end_))
+      return false;
+    out.journal.ino = static_cast<ino_t>(ino);
+    const auto st = enumeration<RunStatus>::from_name(status);
+    const auto re = enumeration<Reason>::from_name(reason);
+    if (!st || !re) return false;
+    s.status = *st;
+    s.reason = *re;
+    return true;
+  }
+
+ private:
+  bool take(char c) {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool number(std::uint64_t& out) {
+    if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
+    std::uint64_t n = 0;
+    while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
+      const auto digit = static_cast<std::uint64_t>(*p_ - '0');
+      if (n > (UINT64_MAX - digit) / 10) return false;
+      n = n * 10 + digit;
+      ++p_;
+    }
+    out = n;
+    return true;
+  }
+  bool signed_number(std::int64_t& out) {
+    const bool negative = take('-');
+    std::uint64_t n = 0;
+    if (!number(n) || n > static_cast<std::uint64_t>(INT64_MAX)) return false;
+    out = negative ? -static_cast<std::int64_t>(n) : static_cast<std::int64_t>(n);
+    return true;
+  }
+  bool text(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* start = p_;
+    while (p_ != end_ && *p_ != '"') {
+      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;  // the slow path
+      ++p_;
+    }
+    if (p_ == end_) return false;
+    out = std::string_view(start, static_cast<std::size_t>(p_ - start));
+    ++p_;
+    return true;
+  }
+  bool text(std::string& out) {
+    std::string_view v;
+    if (!text(v)) return false;
+    out.assign(v);
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+// The JSON parser's reading of an index line (escaped strings).
+bool parse_index_line_slowly(std::string_view line, IndexEntry& out) {
+  nlohmann::json j;
+  if (trellis::detail::parse_json(line, j) || !j.is_array() || j.size() != 13) return false;
+  try {
+    out.journal.ino = static_cast<ino_t>(j[0].get<std::uint64_t>());
+    out.journal.size = j[1].get<std::uint64_t>();
+    out.journal.mtime_ns = j[2].get<std::int64_t>();
+    RunSummary& s = out.summary;
+    s.run_id = j[3].get<std::string>();
+    const auto st = enumeration<RunStatus>::from_name(j[4].get<std::string>());
+    const auto re = enumeration<Reason>::from_name(j[5].get<std::string>());
+    if (!st || !re) return false;
+    s.status = *st;
+    s.reason = *re;
+    s.node = j[6].get<std::string>();
+    s.step = j[7].get<std::uint64_t>();
+    s.seq = j[8].get<std::uint64_t>();
+    s.created_at = j[9].get<std::string>();
+    s.updated_at = j[10].get<std::string>();
+    s.fingerprint = j[11].get<std::string>();
+    s.request = j[12].get<std::string>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// Parses one index line; false for the header, a damaged line or one of another shape (the
+// index is a cache: what it cannot use is read from the journals instead).
+bool parse_index_line(std::string_view line, IndexEntry& out) {
+  if (line.empty() || line.front() != '[') return false;
+  if (!IndexLineReader(line).read(out) && !parse_index_line_slowly(line, out)) return false;
+  return valid_run_id(out.summary.run_id);
 }
 
 std::string index_header(std::uint64_t body_bytes) {
   nlohmann::json j = {{"format", kIndexFormat}, {"compacted_bytes", body_bytes}};
   return j.dump() + "\n";
-}
-
-// Parses one index line; false for a header, a damaged line or one of another shape (the
-// index is a cache: what it cannot use is read from the journals instead).
-bool parse_index_line(std::string_view line, IndexEntry& out) {
-  nlohmann::json j;
-  if (trellis::detail::parse_json(line, j) || !j.is_object()) return false;
-  try {
-    const auto summary = j.find("summary");
-    if (summary == j.end()) return false;
-    out.journal.ino = static_cast<ino_t>(j.at("ino").get<std::uint64_t>());
-    out.journal.size = j.at("size").get<std::uint64_t>();
-    out.journal.mtime_ns = j.at("mtime_ns").get<std::int64_t>();
-    from_json(*summary, out.summary);
-    return valid_run_id(out.summary.run_id);
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 // The compacted size a header line states; 0 when `text` does not start with one.

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "store_test_support.hpp"
@@ -81,6 +82,17 @@ Contents contents(Store& store) {
     c.events.push_back(store.events(id));
   }
   return c;
+}
+
+// The index lines (JSON arrays: docs/formats.md) of run `id`, oldest first.
+std::vector<nlohmann::json> index_lines_of(const fs::path& index, const std::string& id) {
+  std::vector<nlohmann::json> out;
+  std::istringstream text(persist_test::read_bytes(index));
+  for (std::string line; std::getline(text, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_array() && j.size() == 13 && j[3] == id) out.push_back(j);
+  }
+  return out;
 }
 
 Checkpoint waiting(const std::string& id, std::uint64_t seq,
@@ -324,8 +336,8 @@ TEST_CASE("file store: list_runs is right when a crash lost the run's newest ind
   CHECK(listed[0].seq == 3);
   CHECK(listed[0].status == RunStatus::Succeeded);
   CHECK(listed[0].created_at == iso(kT0));
-  // The listing repaired the index: it now says seq 3.
-  CHECK(persist_test::read_bytes(index).find("\"seq\":3") != std::string::npos);
+  // The listing repaired the index: its line for run-1 now says seq 3.
+  CHECK(index_lines_of(index, "run-1").back()[8] == 3);
 }
 
 TEST_CASE("file store: list_runs is right with a missing, torn or damaged index") {
@@ -346,9 +358,9 @@ TEST_CASE("file store: list_runs is right with a missing, torn or damaged index"
   }
   SUBCASE("a newer line whose journal stamp does not match") {
     // (A line of a deleted run of the same id, or one a copy of the store carried along.)
-    RunSummary wrong = expected[0];
-    wrong.status = RunStatus::Failed;
-    const nlohmann::json line = {{"ino", 1}, {"mtime_ns", 1}, {"size", 1}, {"summary", wrong}};
+    nlohmann::json line = index_lines_of(index, "run-1").back();
+    line[0] = 1;  // another inode
+    line[4] = "Failed";
     persist_test::write_bytes(index, persist_test::read_bytes(index) + line.dump() + "\n");
   }
   FileStore fresh(h.root());
@@ -538,4 +550,23 @@ TEST_CASE("file store: a graph shape is stored under its fingerprint, the newest
   shape.entry = "review";
   h.store().put_graph(shape);
   CHECK(h.store().graph("draft,review@1")->entry == "review");
+}
+
+TEST_CASE("file store: text that JSON escapes reads back through the index unchanged") {
+  Harness<FileStore> h;
+  Checkpoint c = cp("run-1", 0);
+  c.next_node = "say \"hi\"\\\n\tcaf\u00e9";
+  c.fingerprint = "\u00fcber,\x01@2";
+  h.store().create(c);
+  const std::vector<RunSummary> listed = h.reopen().list_runs({});
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0] == trellis::agent::summarize(c, c.created_at));
+  // The line was usable: the listing did not rewrite the index.
+  const fs::path index = h.root() / "@index.jsonl";
+  struct stat before {
+  }, after{};
+  REQUIRE(::stat(index.c_str(), &before) == 0);
+  CHECK(h.reopen().list_runs({}) == listed);
+  REQUIRE(::stat(index.c_str(), &after) == 0);
+  CHECK(before.st_ino == after.st_ino);
 }
