@@ -4,6 +4,11 @@
 //   draft_review_revise [--store DIR] [--slow]      start run-7, or resume it after a crash
 //   draft_review_revise [--store DIR] approve [WHO] approve the revision; it runs and finishes
 //   draft_review_revise [--store DIR] reject REASON reject it; the run fails (approval_rejected)
+//   draft_review_revise [--store DIR] runs ls|...   the operator's commands on DIR's runs
+//                                                   (docs/cli.md, through cli::main): runs,
+//                                                   approvals, approve/reject RUN --request ID,
+//                                                   input, cancel, reconcile, fork, delete, gc,
+//                                                   run, resume, step
 //
 // The nodes stand in for model calls with deterministic text (no network). Every step is
 // committed to DIR (default ./draft_review_revise.runs) before the next one starts, so a
@@ -20,6 +25,7 @@
 
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/graph.hpp>
+#include <trellis/cli/main.hpp>
 #include <trellis/signals2/event_bus.hpp>
 
 namespace ag = trellis::agent;
@@ -75,6 +81,14 @@ struct Revise : ag::Node<Doc> {
   }
 };
 
+// The graph, with where each node may go (drawn by `trellis runs draw`; a step anywhere else
+// fails the run with undeclared_edge).
+void build(ag::Graph<Doc>& g) {
+  g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50);
+  g.edges("draft", {"review"}).edges("review", {"revise"}).edges("revise", {ag::end_node});
+  g.approval_gate("review");
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -98,6 +112,22 @@ int report(const ag::Outcome<Doc>& out, const std::string& how) {
   return 0;
 }
 
+/// Whether `args` ask for an operator command (docs/cli.md) rather than this demo's own:
+/// every command the `trellis` command has, plus run, resume and step; approve and reject in
+/// their operator form (with --request: they record the decision only).
+bool operator_command(const std::vector<std::string>& args) {
+  static const std::vector<std::string> ops{"runs",      "approvals", "input",  "cancel",
+                                            "reconcile", "fork",      "delete", "gc",
+                                            "run",       "resume",    "step"};
+  if (args.empty()) return false;
+  for (const std::string& op : ops)
+    if (args[0] == op) return true;
+  if (args[0] == "approve" || args[0] == "reject")
+    for (const std::string& a : args)
+      if (a.starts_with("--")) return true;
+  return false;
+}
+
 int main(int argc, char** argv) {
   std::string dir = "draft_review_revise.runs";
   std::vector<std::string> args;
@@ -110,12 +140,22 @@ int main(int argc, char** argv) {
     else
       args.push_back(a);
   }
+  if (operator_command(args)) {  // the whole operator command line, in one line
+    ag::Graph<Doc> g;
+    build(g);
+    ag::FileStore store{dir};
+    const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
+    std::vector<char*> rest{argv[0]};
+    for (std::string& a : args) rest.push_back(a.data());
+    rest.push_back(nullptr);
+    return ag::cli::main(static_cast<int>(rest.size() - 1), rest.data(), g, store);
+  }
   const std::string how = "draft_review_revise" +
                           (dir == "draft_review_revise.runs" ? std::string() : " --store " + dir);
   const std::string id = "run-7";
 
   ag::Graph<Doc> g;
-  g.add<Draft>().add<Review>().add<Revise>().entry("draft").max_steps(50);
+  build(g);
   ag::FileStore store{dir};
   const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
 

@@ -7,9 +7,14 @@
 //   refund_agent DIR reject RUN REASON   reject it: the run fails (approval_rejected)
 //   refund_agent DIR resume RUN          continue a run that was killed mid-way
 //   refund_agent DIR show RUN            the run's status and its effects, with full keys
+//   refund_agent DIR runs ls|show|...    the operator's commands on DIR's runs (docs/cli.md,
+//                                        through trellis::agent::cli::main): runs, approvals,
+//                                        approve/reject RUN --request ID, input, cancel,
+//                                        reconcile, fork, delete, gc, run, step
 //
 // Exit status: 0 when the run succeeded or waits for approval, 3 when it failed, 1 on an error
-// (an unknown run, a run in the wrong state), 2 on bad arguments.
+// (an unknown run, a run in the wrong state), 2 on bad arguments; the operator's commands exit
+// as docs/cli.md says.
 //
 // The run: plan -> approval (over the threshold only) -> refund -> receipt -> notify -> done.
 // Each outside call goes through ctx.effect with a policy, under an idempotency key derived
@@ -37,6 +42,7 @@
 
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/graph.hpp>
+#include <trellis/cli/main.hpp>
 #include <trellis/signals2/event_bus.hpp>
 
 namespace ag = trellis::agent;
@@ -334,9 +340,63 @@ std::optional<long> parse_cents(std::string_view text) {
   return cents;
 }
 
+void build(ag::Graph<Refund>& g, World& world) {
+  g.add<Plan>()
+      .add<Approval>()
+      .add<IssueRefund>(world)
+      .add<WriteReceipt>(world)
+      .add<Notify>(world)
+      .entry("plan")
+      .max_steps(20);
+  // Where each node may go, which one asks a person, and which effects each makes: what
+  // `trellis runs draw` shows (a step anywhere else fails the run with undeclared_edge).
+  g.edges("plan", {"approval", "refund"})
+      .edges("approval", {"refund"})
+      .edges("refund", {"receipt"})
+      .edges("receipt", {"notify"})
+      .edges("notify", {ag::end_node});
+  g.approval_gate("approval")
+      .effects("refund", {"refund"})
+      .effects("receipt", {"write_receipt"})
+      .effects("notify", {"notify"});
+}
+
+/// Whether `args` (DIR COMMAND ...) ask for an operator command (docs/cli.md) rather than
+/// one of this example's own: every command the `trellis` command has, plus run and step;
+/// approve and reject in their operator form (with --request: they record the decision
+/// only, and `resume` runs the graph on).
+bool operator_command(const std::vector<std::string>& args) {
+  static const std::vector<std::string> ops{"runs", "approvals", "input", "cancel", "reconcile",
+                                            "fork", "delete",    "gc",    "run",    "step"};
+  if (args.size() < 2) return false;
+  for (const std::string& op : ops)
+    if (args[1] == op) return true;
+  if (args[1] == "approve" || args[1] == "reject")
+    for (const std::string& a : args)
+      if (a.starts_with("--")) return true;
+  return false;
+}
+
+/// `refund_agent DIR COMMAND ...`: the operator's commands on DIR's runs, with this graph
+/// (trellis::agent::cli::main).
+int operate(char* program, const std::vector<std::string>& args) {
+  World world{args[0]};
+  ag::Graph<Refund> g;
+  build(g, world);
+  ag::FileStore store{world.dir / "runs"};
+  const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
+  const boost::signals2::scoped_connection effects = g.events().connect(print_effect);
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::vector<char*> argv{program};
+  for (std::string& a : rest) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return ag::cli::main(static_cast<int>(argv.size() - 1), argv.data(), g, store);
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out before a kill -9 or a failpoint
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (operator_command(args)) return operate(argv[0], args);
   if (args.size() < 3) return usage();
   const Cli cli{args[0], "refund_agent " + args[0]};
   const std::string& command = args[1];
@@ -368,13 +428,7 @@ int main(int argc, char** argv) {
 
   World world{cli.dir};
   ag::Graph<Refund> g;
-  g.add<Plan>()
-      .add<Approval>()
-      .add<IssueRefund>(world)
-      .add<WriteReceipt>(world)
-      .add<Notify>(world)
-      .entry("plan")
-      .max_steps(20);
+  build(g, world);
   try {
     ag::FileStore store{world.dir / "runs"};
     const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());

@@ -14,6 +14,8 @@ packages=(
   libsqlite3-dev            # SQLite store (later layers)
   libssl-dev                # libcrypto hashing (later layers)
   libpugixml-dev            # SCXML files: the trellis::scxml loader
+  libcli11-dev              # the `trellis` command's argument parser (header-only)
+  graphviz                  # `dot`: SVG pictures (trellis runs draw --format svg, examples)
   clang-format              # the style check in .ci/run
 )
 

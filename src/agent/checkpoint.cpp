@@ -147,8 +147,7 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     c.cancel_handled = 0;  // absent before cancel requests existed (version 2), and when none
     if (auto h = j.find("cancel_handled"); h != j.end()) h->get_to(c.cancel_handled);
     c.reconciliation.reset();
-    if (auto r = j.find("reconciliation"); r != j.end())
-      from_json(*r, c.reconciliation.emplace());
+    if (auto r = j.find("reconciliation"); r != j.end()) from_json(*r, c.reconciliation.emplace());
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

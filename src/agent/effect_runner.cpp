@@ -74,6 +74,35 @@ void EffectRunner::replayed(const EffectRecord& r) {
   if (host_.observed()) host_.effect_event(EventKind::effect_replayed, describe(r), false);
 }
 
+void EffectRunner::logged(const EffectRecord& r, EffectSource source) {
+  if (!keep_log_) return;
+  log_.push_back(StepEffect{r.name, r.key, r.args, source, r.status, r.result, r.error});
+}
+
+nlohmann::json EffectRunner::dry_run(EffectRecord rec) {
+  if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key);
+      stored && stored->final()) {
+    logged(*stored, EffectSource::receipt);
+    if (stored->status == EffectStatus::failed)
+      throw effect_failed(stored->key, failure_text(*stored));
+    return std::move(stored->result);
+  }
+  if (stubs_ != nullptr) {
+    if (const auto stub = stubs_->find(rec.name); stub != stubs_->end()) {
+      rec.status = EffectStatus::succeeded;
+      rec.result = stub->second;
+      logged(rec, EffectSource::stub);
+      return stub->second;
+    }
+  }
+  refused_.emplace(rec.name, "trellis: effect '" + rec.name + "' (key " + rec.key + ") of run '" +
+                                 run_id_ + "' at node '" + node_ +
+                                 "' has no receipt and no stub: a dry step does not run it "
+                                 "(give a stub for '" +
+                                 rec.name + "', or commit the step)");
+  throw *refused_;
+}
+
 void EffectRunner::begin(std::string node, std::uint64_t step) {
   node_ = std::move(node);
   step_ = step;
@@ -83,6 +112,8 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   key_prefix_.clear();  // computed by the attempt's first effect
   reconciliation_.reset();
   broken_ = nullptr;
+  log_.clear();
+  refused_.reset();
 }
 
 nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
@@ -90,6 +121,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   // The attempt is over: nothing more runs in it.
   rethrow_if_broken();
   if (reconciliation_) throw *reconciliation_;
+  if (refused_) throw *refused_;
   // Arguments that no store could write back as they are (NaN, infinities, too deep) have no
   // record and no key: refused like the key refuses them, before anything is written.
   try {
@@ -112,14 +144,17 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   rec.compensable = static_cast<bool>(compensate) || host_.declared_compensation(name) != nullptr;
   keys_.push_back(rec.key);
   if (compensate) compensations_.insert_or_assign(rec.key, std::move(compensate));
+  if (dry_) return dry_run(std::move(rec));
 
   if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key)) {
     switch (stored->status) {
       case EffectStatus::succeeded:
         replayed(*stored);
+        logged(*stored, EffectSource::receipt);
         return std::move(stored->result);
       case EffectStatus::failed:
         replayed(*stored);
+        logged(*stored, EffectSource::receipt);
         throw effect_failed(stored->key, failure_text(*stored));
       case EffectStatus::transient:  // not final: re-issued with the same key
         rec.issued = stored->issued + 1;
@@ -159,6 +194,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_receipt", run_id_);
   });
+  logged(rec, EffectSource::ran);
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
     case EffectStatus::succeeded:

@@ -36,7 +36,9 @@ class MemoryStore::Write final : public detail::RunWrite {
   void insert_first(const Checkpoint& first) override {
     Checkpoint kept = first;
     detail::check_writable(kept);  // what the persistent stores could not write, refused alike
-    store_.runs_[std::string(run_id_)].checkpoints.push_back(std::move(kept));
+    Run& run = store_.runs_[std::string(run_id_)];
+    run.created_at = kept.created_at;
+    run.checkpoints.push_back(std::move(kept));
   }
 
   void append(const Checkpoint& next) override {
@@ -64,6 +66,13 @@ class MemoryStore::Write final : public detail::RunWrite {
       run_->effects.push_back(std::move(kept));
     else
       run_->effects[at->second] = std::move(kept);
+  }
+
+  std::uint64_t append_cancel_request(const CancelRequest& request) override {
+    CancelRequest kept = request;
+    kept.id = run_->requests.empty() ? 1 : run_->requests.back().id + 1;
+    run_->requests.push_back(std::move(kept));
+    return run_->requests.back().id;
   }
 
  private:
@@ -184,6 +193,61 @@ void MemoryStore::retain(const detail::RetentionPlan& plan) {
       cps.erase(cps.begin(), cps.end() - static_cast<std::ptrdiff_t>(plan.keep_last));
     ++it;
   }
+}
+
+std::vector<StoredEvent> MemoryStore::read_events_after(std::string_view run_id,
+                                                        std::uint64_t after_seq) {
+  std::lock_guard lock(m_);
+  std::vector<StoredEvent> out;
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return out;
+  const std::vector<nlohmann::json>& events = it->second.events;
+  for (std::size_t i = after_seq; i < events.size(); ++i) out.push_back({i + 1, events[i]});
+  return out;
+}
+
+std::vector<CancelRequest> MemoryStore::read_cancel_requests(std::string_view run_id,
+                                                             std::uint64_t after) {
+  std::lock_guard lock(m_);
+  std::vector<CancelRequest> out;
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return out;
+  for (const CancelRequest& r : it->second.requests)
+    if (r.id > after) out.push_back(r);
+  return out;
+}
+
+std::vector<RunSummary> MemoryStore::read_summaries(const RunFilter& filter) {
+  std::lock_guard lock(m_);
+  std::vector<RunSummary> out;
+  for (const auto& [id, run] : runs_) {  // std::map: ordered by run id
+    RunSummary s = summarize(run.checkpoints.back(), run.created_at);
+    if (filter.matches(s)) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool MemoryStore::erase_run(std::string_view run_id) {
+  std::lock_guard lock(m_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return false;
+  if (auto held = leases_.find(run_id); held != leases_.end())
+    throw run_busy("trellis: run '" + std::string(run_id) + "' is being advanced by '" +
+                   held->second.owner + "': it is not deleted");
+  runs_.erase(it);
+  return true;
+}
+
+void MemoryStore::write_graph(const GraphShape& shape) {
+  std::lock_guard lock(m_);
+  graphs_.insert_or_assign(shape.fingerprint, shape);
+}
+
+std::optional<GraphShape> MemoryStore::read_graph(std::string_view fingerprint) {
+  std::lock_guard lock(m_);
+  auto it = graphs_.find(fingerprint);
+  if (it == graphs_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace trellis::agent

@@ -59,7 +59,8 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
   const auto [end, ec] = std::from_chars(request.data(), request.data() + request.size(), seq);
   if (request.empty() || ec != std::errc() || end != request.data() + request.size())
     throw unknown_request("trellis: '" + std::string(request) + "' is not a request id of " +
-                          quoted(run_id) + " (request ids are numbers: see `trellis approvals ls`)");
+                          quoted(run_id) +
+                          " (request ids are numbers: see `trellis approvals ls`)");
   const std::string by = who(decision);
   Lease lease = store.lease(run_id, by.empty() ? "a decision" : "a decision by " + by);
   const Checkpoint cp = newest(store, run_id);
@@ -68,18 +69,18 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
     if (!asked || asked->status != RunStatus::WaitingApproval)
       throw unknown_request("trellis: " + quoted(run_id) + " has no request " +
                             std::string(request));
-    throw request_superseded("trellis: request " + std::string(request) + " of " +
-                             quoted(run_id) + " is no longer pending: the run is " +
-                             name_of(cp.status) + " at checkpoint " + std::to_string(cp.seq) +
+    throw request_superseded("trellis: request " + std::string(request) + " of " + quoted(run_id) +
+                             " is no longer pending: the run is " + name_of(cp.status) +
+                             " at checkpoint " + std::to_string(cp.seq) +
                              (cp.status == RunStatus::WaitingApproval
                                   ? " (its pending request is " + request_id(cp) + ")"
                                   : std::string()));
   }
   const Interrupt asked_for = cp.interrupt.value_or(Interrupt{});
-  if (asked_for.approval && asked_for.approval->expires_at && clock.now() > *asked_for.approval->expires_at)
-    throw request_expired("trellis: request " + std::string(request) + " of " +
-                          quoted(run_id) + " expired at " +
-                          detail::format_time(*asked_for.approval->expires_at));
+  if (asked_for.approval && asked_for.approval->expires_at &&
+      clock.now() > *asked_for.approval->expires_at)
+    throw request_expired("trellis: request " + std::string(request) + " of " + quoted(run_id) +
+                          " expired at " + detail::format_time(*asked_for.approval->expires_at));
   Checkpoint next = following(cp, clock);
   next.interrupt.reset();
   next.decision = Decision{decision, next.created_at, cp.seq, asked_for};
@@ -132,7 +133,8 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
 
 Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r, Clock& clock) {
   check_run_id(run_id);
-  Lease lease = store.lease(run_id, r.by.empty() ? "a reconciliation" : "a reconciliation by " + r.by);
+  Lease lease =
+      store.lease(run_id, r.by.empty() ? "a reconciliation" : "a reconciliation by " + r.by);
   const Checkpoint cp = newest(store, run_id);
   if (cp.status != RunStatus::Failed || cp.reason != Reason::reconciliation_required)
     throw run_conflict("trellis: " + quoted(run_id) + " is " + name_of(cp.status) +
@@ -145,9 +147,8 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
     throw run_conflict("trellis: " + quoted(run_id) + " has no effect with key '" + r.key + "'");
   for (const EffectRecord& e : store.effects(run_id))
     if (!e.compensates.empty())
-      throw run_conflict("trellis: " + quoted(run_id) +
-                         ": its compensations have run (key " + e.key +
-                         "), so it cannot continue; fork it instead");
+      throw run_conflict("trellis: " + quoted(run_id) + ": its compensations have run (key " +
+                         e.key + "), so it cannot continue; fork it instead");
   r.at = detail::now_iso8601(clock);
   const bool in_doubt = rec->status == EffectStatus::started;
   if (!in_doubt && !rec->reconciliation)
@@ -189,7 +190,8 @@ Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
   if (terminal(cp->status) && cp->next_node.empty()) {
     std::optional<Checkpoint> first = store.checkpoint(from_id, 0);
     if (!first)
-      throw run_conflict("trellis: " + quoted(from_id) + " lost its first checkpoint to "
+      throw run_conflict("trellis: " + quoted(from_id) +
+                         " lost its first checkpoint to "
                          "retention: fork it with its graph (Graph::fork), which knows the entry");
     entry = first->next_node;
   }

@@ -29,6 +29,7 @@ void validate(const GraphSpec& spec) {
   if (spec.entry.empty()) throw graph_error("trellis: the graph has no entry node");
   if (!spec.nodes.contains(spec.entry))
     throw graph_error("trellis: the entry node '" + spec.entry + "' is not in the graph");
+  spec.check_declarations();
 }
 
 /// One run call: the loop, with the run's lifecycle machine and its newest checkpoint.
@@ -61,17 +62,30 @@ class Execution final : public EffectHost {
   /// Runs the loop; `decision` is applied to a paused run only (elsewhere the stored one, if
   /// any, is the one that counts).
   RunResult start(const Resume* decision) {
+    if (cp_.status == RunStatus::Cancelled) {
+      // Resuming answers the cancel requests made so far (a pending one is not applied again).
+      const std::vector<CancelRequest> asked =
+          store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+      if (!asked.empty()) cp_.cancel_handled = asked.back().id;
+      change(RunEvent::Start);
+      if (cp_.interrupt) {
+        // A run cancelled while it waited for a decision waits again: its pause is not
+        // skipped. A decision given with the resume applies to it.
+        pause_again();
+        if (!decision) return outcome();
+      } else {
+        emit(EventKind::resumed, cp_.next_node, 0.0);
+      }
+    }
     if (cp_.status == RunStatus::WaitingApproval) {
       if (!decision)  // resume_run() refuses this first
         throw graph_error("trellis: run '" + cp_.run_id + "' waits for a decision");
       if (auto out = decide(*decision)) return std::move(*out);
       emit(EventKind::resumed, cp_.next_node, 0.0);
-    } else if (cp_.status == RunStatus::Cancelled) {
-      change(RunEvent::Start);
-      emit(EventKind::resumed, cp_.next_node, 0.0);
-    } else if (cp_.status == RunStatus::Queued) {
+    } else if (cp_.status == RunStatus::Queued || cp_.status == RunStatus::Waiting) {
       change(RunEvent::Start);
     }
+    keeper_.watch_cancels(cp_.run_id, cp_.cancel_handled, options_.cancel_poll);
     return loop();
   }
 
@@ -143,6 +157,17 @@ class Execution final : public EffectHost {
     return std::nullopt;
   }
 
+  /// Commits again the pause a cancellation interrupted (WaitingApproval, the same interrupt,
+  /// so a new request id).
+  void pause_again() {
+    change(RunEvent::Interrupt);
+    Checkpoint c = base();
+    c.status = RunStatus::WaitingApproval;
+    c.interrupt = cp_.interrupt;
+    commit(std::move(c));
+    emit(EventKind::interrupted, cp_.resume_node, 0.0, {{"reason", cp_.interrupt->reason}});
+  }
+
   /// The decision_recorded event of the decision the newest checkpoint holds.
   void emit_decision() {
     nlohmann::json d = *cp_.decision;
@@ -154,14 +179,11 @@ class Execution final : public EffectHost {
   RunResult loop() {
     for (;;) {
       keeper_.check();  // a lost lease stops the run where it is (run_busy)
-      if (options_.stop.stop_requested()) {
-        change(RunEvent::Cancel);
-        Checkpoint next = base();
-        next.status = RunStatus::Cancelled;
-        commit(std::move(next));
-        emit(EventKind::cancelled, cp_.next_node, 0.0);
-        return outcome();
-      }
+      if (options_.stop.stop_requested()) return cancel(std::nullopt);
+      // An operator's cancel request (Store::request_cancel), from any process.
+      if (std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+          !asked.empty())
+        return cancel(std::move(asked.back()));
       if (cp_.step >= spec_.max_steps)
         return fail(Reason::max_steps,
                     "stopped after " + std::to_string(cp_.step) + " steps (max_steps)");
@@ -234,6 +256,8 @@ class Execution final : public EffectHost {
       if (const auto* go = std::get_if<Goto>(&*next); go && !spec_.nodes.contains(go->node))
         return fail(Reason::unknown_node, "node '" + name + "' named a next node '" + go->node +
                                               "' that the graph does not have");
+      if (auto why = spec_.undeclared_edge(name, *next))
+        return fail(Reason::undeclared_edge, std::move(*why));
       state_ = std::move(work);
       if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
       if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
@@ -251,6 +275,23 @@ class Execution final : public EffectHost {
         return outcome();
       }
     }
+  }
+
+  /// Commits the cancellation (on the caller's stop token, or answering `request`).
+  RunResult cancel(std::optional<CancelRequest> request) {
+    change(RunEvent::Cancel);
+    Checkpoint next = base();
+    next.status = RunStatus::Cancelled;
+    nlohmann::json detail = nlohmann::json::object();
+    if (request) {
+      next.cancel_handled = request->id;
+      next.detail = "cancelled" + (request->by.empty() ? std::string() : " by " + request->by) +
+                    (request->reason.empty() ? std::string() : ": " + request->reason);
+      detail = {{"request", request->id}, {"by", request->by}, {"reason", request->reason}};
+    }
+    commit(std::move(next));
+    emit(EventKind::cancelled, cp_.next_node, 0.0, std::move(detail));
+    return outcome();
   }
 
   /// A transient failure: count it (committed), then wait the backoff, or give up.
@@ -294,6 +335,7 @@ class Execution final : public EffectHost {
     Checkpoint c = cp_;
     c.reason = Reason::none;
     c.detail.clear();
+    c.reconciliation.reset();  // only in the checkpoint that reopened the run
     if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
     return c;
   }
@@ -337,7 +379,10 @@ class Execution final : public EffectHost {
     out.detail = cp_.detail;
     out.steps = cp_.step;
     out.state = std::move(state_);
-    if (cp_.status == RunStatus::WaitingApproval) out.interrupt = cp_.interrupt;
+    if (cp_.status == RunStatus::WaitingApproval) {
+      out.interrupt = cp_.interrupt;
+      out.request_id = request_id(cp_);
+    }
     return out;
   }
 
@@ -395,6 +440,7 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
   c.resume_node.clear();
   c.rerun_step.reset();
   c.decision.reset();  // used up by this step (a new pause waits for a decision of its own)
+  c.reconciliation.reset();
   if (const auto* go = std::get_if<Goto>(&next)) {
     c.status = RunStatus::Running;
     c.next_node = go->node;
@@ -449,6 +495,7 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
   first.schema = spec.schema;
   first.fingerprint = spec.fingerprint();
   first.created_at = now_iso8601(clock_of(options));
+  store.put_graph(spec.shape());  // for programs that draw the run without the graph
   store.create(first);
   Execution ex(spec, typed, store, options, keeper, std::move(first), std::move(initial));
   ex.emit(EventKind::graph_started, {}, 0.0);

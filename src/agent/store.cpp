@@ -39,8 +39,7 @@ std::vector<StoredEvent> Store::events_after(std::string_view run_id, std::uint6
 }
 
 std::uint64_t Store::request_cancel(const CancelRequest& request) {
-  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id +
-                    "')");
+  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id + "')");
 }
 
 std::vector<CancelRequest> Store::cancel_requests(std::string_view, std::uint64_t) { return {}; }
@@ -184,7 +183,7 @@ std::vector<nlohmann::json> StoreProtocol::events(std::string_view run_id) {
 }
 
 std::vector<StoredEvent> StoreProtocol::events_after(std::string_view run_id,
-                                                    std::uint64_t after_seq) {
+                                                     std::uint64_t after_seq) {
   check_run_id(run_id);
   return read_events_after(run_id, after_seq);
 }
@@ -226,12 +225,11 @@ std::optional<GraphShape> StoreProtocol::graph(std::string_view fingerprint) {
 // The primitives' defaults (see store_protocol.hpp).
 
 std::uint64_t RunWrite::append_cancel_request(const CancelRequest& request) {
-  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id +
-                    "')");
+  throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id + "')");
 }
 
 std::vector<StoredEvent> StoreProtocol::read_events_after(std::string_view run_id,
-                                                         std::uint64_t after_seq) {
+                                                          std::uint64_t after_seq) {
   return Store::events_after(run_id, after_seq);
 }
 

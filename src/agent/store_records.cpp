@@ -49,9 +49,15 @@ bool RunFilter::matches(const RunSummary& s) const {
 }
 
 void to_json(nlohmann::json& j, const RunSummary& s) {
-  j = {{"run_id", s.run_id},         {"status", s.status},         {"reason", s.reason},
-       {"node", s.node},             {"step", s.step},             {"seq", s.seq},
-       {"created_at", s.created_at}, {"updated_at", s.updated_at}, {"fingerprint", s.fingerprint},
+  j = {{"run_id", s.run_id},
+       {"status", s.status},
+       {"reason", s.reason},
+       {"node", s.node},
+       {"step", s.step},
+       {"seq", s.seq},
+       {"created_at", s.created_at},
+       {"updated_at", s.updated_at},
+       {"fingerprint", s.fingerprint},
        {"request", s.request}};
 }
 
@@ -79,8 +85,11 @@ const NodeShape* GraphShape::node(std::string_view name) const {
 }
 
 void to_json(nlohmann::json& j, const NodeShape& n) {
-  j = {{"name", n.name},         {"successors", n.successors}, {"declared", n.declared},
-       {"approval", n.approval}, {"effects", n.effects}};
+  j = {{"name", n.name},
+       {"successors", n.successors},
+       {"declared", n.declared},
+       {"approval", n.approval},
+       {"effects", n.effects}};
 }
 
 void from_json(const nlohmann::json& j, NodeShape& n) {

@@ -64,6 +64,12 @@ std::set<std::string> codes_in_the_code() {
   add(ag::graph_error("e"));
   add(ag::store_error("e"));
   add(ag::effect_failed("k", "e"));
+  add(ag::not_a_store("e"));
+  add(ag::request_superseded("e"));
+  add(ag::request_expired("e"));
+  add(ag::unknown_request("e"));
+  add(ag::run_conflict("e"));
+  add(ag::effect_refused("n", "e"));
   add(ag::reconciliation_required("k", "e"));
   return codes;
 }
@@ -97,6 +103,20 @@ TEST_CASE("agent errors: every class reports its documented code through the roo
   CHECK(code_of(ag::store_error("e")) == "agent.store");
   CHECK(code_of(ag::effect_failed("k", "e")) == "agent.effect_failed");
   CHECK(code_of(ag::reconciliation_required("k", "e")) == "agent.reconciliation_required");
+  CHECK(code_of(ag::not_a_store("e")) == "agent.not_a_store");
+  CHECK(code_of(ag::request_superseded("e")) == "agent.request_superseded");
+  CHECK(code_of(ag::request_expired("e")) == "agent.request_expired");
+  CHECK(code_of(ag::unknown_request("e")) == "agent.unknown_request");
+  CHECK(code_of(ag::run_conflict("e")) == "agent.run_conflict");
+  CHECK(code_of(ag::effect_refused("n", "e")) == "agent.effect_refused");
+}
+
+TEST_CASE("agent errors: not_a_store is a store_error, so code that catches store_error sees it") {
+  try {
+    throw ag::not_a_store("trellis: /nowhere is not a trellis store");
+  } catch (const ag::store_error& e) {
+    CHECK(std::string(e.what()).find("/nowhere") != std::string::npos);
+  }
 }
 
 TEST_CASE("agent errors: an invalid run id reports agent.invalid_run_id") {

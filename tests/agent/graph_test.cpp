@@ -433,18 +433,30 @@ TEST_CASE("agent: the lifecycle's exhaustive matrix matches the hand-written gol
   CHECK(tt::check_golden(golden_dir / "lifecycle.md", tt::to_markdown(m)));
 }
 
-TEST_CASE("agent: succeeded and failed are terminal and sticky") {
+TEST_CASE("agent: succeeded is sticky, and failed leaves only on a reconciliation") {
   const auto m = tt::transition_matrix(ag::lifecycle());
-  const auto v = tt::sticky_terminals(m, {RunStatus::Succeeded, RunStatus::Failed}, {});
+  const auto v = tt::sticky_terminals(m, {RunStatus::Succeeded}, {});
   CHECK_MESSAGE(v.empty(), tt::joined(v));
   for (const auto e : trellis::enumeration<ag::RunEvent>::values) {
     CAPTURE(trellis::enumeration<ag::RunEvent>::name(e));
     CHECK_FALSE(m.at(RunStatus::Succeeded, e).has_value());
-    CHECK_FALSE(m.at(RunStatus::Failed, e).has_value());
+    if (e != ag::RunEvent::Reconcile) CHECK_FALSE(m.at(RunStatus::Failed, e).has_value());
   }
+  CHECK(m.at(RunStatus::Failed, ag::RunEvent::Reconcile) == RunStatus::Queued);
   CHECK(ag::terminal(RunStatus::Succeeded));
   CHECK(ag::terminal(RunStatus::Failed));
   CHECK_FALSE(ag::terminal(RunStatus::Cancelled));
+}
+
+TEST_CASE("agent: cancel is accepted from queued, running, waiting_approval and waiting only") {
+  const auto m = tt::transition_matrix(ag::lifecycle());
+  for (const auto s : trellis::enumeration<RunStatus>::values) {
+    CAPTURE(trellis::enumeration<RunStatus>::name(s));
+    const bool accepted = s == RunStatus::Queued || s == RunStatus::Running ||
+                          s == RunStatus::WaitingApproval || s == RunStatus::Waiting;
+    CHECK(m.at(s, ag::RunEvent::Cancel).has_value() == accepted);
+    if (accepted) CHECK(m.at(s, ag::RunEvent::Cancel) == RunStatus::Cancelled);
+  }
 }
 
 TEST_CASE("agent: every status is reachable from queued, and cancelled goes back to running") {

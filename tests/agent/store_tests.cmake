@@ -36,6 +36,18 @@ add_test(NAME trellis_store_conformance_concurrency
 set_tests_properties(trellis_store_concurrency trellis_store_conformance_concurrency PROPERTIES
   LABELS "agent;concurrency" TIMEOUT 300)
 
+# Operators' records and the operations over them (issue 14), over every store.
+trellis_add_test_executable(trellis_store_operations_tests LAYERS sqlite
+  ${CMAKE_CURRENT_LIST_DIR}/store_operations_test.cpp)
+target_link_libraries(trellis_store_operations_tests PRIVATE trellis::sqlite OpenSSL::Crypto
+                                                             SQLite::SQLite3)
+add_test(NAME trellis_store_operations_tests COMMAND trellis_store_operations_tests)
+add_test(NAME trellis_store_operations_concurrency
+         COMMAND trellis_store_operations_tests --test-suite=concurrency)
+set_tests_properties(trellis_store_operations_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+set_tests_properties(trellis_store_operations_concurrency PROPERTIES LABELS "agent;concurrency"
+                                                                     TIMEOUT 300)
+
 # FileStore layout version 2 (issue 14): the upgrade of the checked-in version 1 fixture, the
 # read-only open, the run index, cancel requests, delete_run, events_after, graph shapes.
 trellis_add_test_executable(trellis_file_store_v2_tests LAYERS agent

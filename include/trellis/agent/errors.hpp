@@ -123,8 +123,7 @@ class run_conflict : public error {
 /// stub: it is not called. `name()` is the effect's name. Code "agent.effect_refused".
 class effect_refused : public error {
  public:
-  effect_refused(std::string name, const std::string& what)
-      : error(what), name_(std::move(name)) {}
+  effect_refused(std::string name, const std::string& what) : error(what), name_(std::move(name)) {}
   std::string_view id() const noexcept override;
   const std::string& name() const noexcept { return name_; }
 

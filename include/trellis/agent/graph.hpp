@@ -39,10 +39,40 @@
 /// RunContext::resume() as it was given. A Reject (or a decision after the request expired) is
 /// stored with the failure it causes.
 ///
+/// Operators (operations.hpp, the `trellis` command) act on runs through the store, from any
+/// process, without running a node: a decision recorded on a pause (request ids: the pause's
+/// checkpoint seq, Outcome::request_id) leaves the run Queued with the decision, which the next
+/// resume() applies as if it had been given to it; a cancel request is seen by the run call
+/// that advances the run between steps, and by its node through RunContext::stop_token()
+/// (polled every RunOptions::cancel_poll), and the run ends Cancelled after the step in flight
+/// commits; a run cancelled while it waited for a decision waits again (under a new request id)
+/// when it is resumed, so its approval is never skipped; a reconciliation reopens a run failed
+/// with reconciliation_required, and resume() continues it from the recorded receipt.
+///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),
 /// an unknown run id (unknown_run), a run stored by another graph (graph_mismatch), a lease
 /// held by another worker (run_busy).
+///
+/// Declared edges: a node may declare where it can go, with `g.edges("review", {"revise",
+/// trellis::agent::end_node})` or a Node::successors() override (node names, and end_node for
+/// Halt). When both declare, the graph's declaration wins (it replaces the node's, so a graph
+/// can narrow or widen a reused node). A step that leaves the declared set fails the run with
+/// Reason::undeclared_edge, naming the node and the edge: a Goto to an undeclared node, a Halt
+/// without end_node declared, an Interrupt whose `then` is not declared (an empty `then`, the
+/// node itself, is always allowed); whatever the hooks made of the step counts. A Goto to a
+/// node the graph does not have still fails with unknown_node. A declared successor that is not
+/// a node (nor end_node), or a declaration of a node the graph does not have, is a graph_error
+/// when a run starts or resumes. Nodes that declare nothing go anywhere, as before.
+/// For drawings only (not enforced): `g.approval_gate("review")` (or Node::approval_gate())
+/// marks a node that may pause for an approval, `g.effects("refund", {"refund"})` (or
+/// Node::effect_names(); the graph's list replaces the node's) names the effects a node may
+/// make. Declarations are not part of the fingerprint: adding them does not orphan stored runs.
+/// `shape()` gives all of it (graph_shape.hpp); run() stores it (Store::put_graph) before the
+/// run's first checkpoint; `to_mermaid()` and `to_dot()` draw it (diagram.hpp).
+///
+/// One node on its own: `step(run, node, store, options)` runs one node of a stored run, dry
+/// (nothing written, no effect called) or committed (a real step); see step.hpp.
 ///
 /// The loop itself is compiled once for every state type (detail/run_loop.hpp,
 /// src/agent/run_loop.cpp); Graph<S> keeps the typed parts (nodes, hooks, the state's JSON
@@ -61,9 +91,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -74,9 +106,12 @@
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/detail/run_loop.hpp"
+#include "trellis/agent/detail/step.hpp"
+#include "trellis/agent/diagram.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/event_kind.hpp"
+#include "trellis/agent/graph_shape.hpp"
 #include "trellis/agent/hooks.hpp"
 #include "trellis/agent/node.hpp"
 #include "trellis/agent/outcome.hpp"
@@ -87,6 +122,7 @@
 #include "trellis/agent/run_event.hpp"
 #include "trellis/agent/run_options.hpp"
 #include "trellis/agent/run_status.hpp"
+#include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
 #include "trellis/persist/detail/json_convertible.hpp"
 
@@ -115,8 +151,34 @@ class Graph : private detail::StateInterface {
     return add(std::make_unique<N>(std::forward<Args>(args)...));
   }
   Graph& add(std::unique_ptr<Node<S>> node) {
-    spec_.add_node(std::string(node->name()));  // numbered in order: nodes_[number]
+    std::string name(node->name());
+    spec_.add_node(name);  // numbered in order: nodes_[number]
+    detail::GraphSpec::Declared own{node->successors(), node->approval_gate(), std::nullopt};
+    if (std::vector<std::string> effects = node->effect_names(); !effects.empty())
+      own.effects = std::move(effects);
+    if (own.successors || own.approval || own.effects)
+      spec_.by_node.insert_or_assign(std::move(name), std::move(own));
     nodes_.push_back(std::move(node));
+    return *this;
+  }
+  /// Declares where node `node` may go (node names, and end_node for Halt); replaces what the
+  /// node declares itself and an earlier call for it. Checked when a run starts (see above).
+  Graph& edges(std::string node, std::vector<std::string> successors) {
+    spec_.by_graph[std::move(node)].successors = std::move(successors);
+    return *this;
+  }
+  /// The same, from a list that may hold end_node: `g.edges("review", {"revise", end_node})`.
+  Graph& edges(std::string node, std::initializer_list<std::string_view> successors) {
+    return edges(std::move(node), std::vector<std::string>(successors.begin(), successors.end()));
+  }
+  /// Marks node `node` as an approval gate (drawings).
+  Graph& approval_gate(std::string node) {
+    spec_.by_graph[std::move(node)].approval = true;
+    return *this;
+  }
+  /// Names the effects node `node` may make (drawings); replaces the node's own list.
+  Graph& effects(std::string node, std::vector<std::string> names) {
+    spec_.by_graph[std::move(node)].effects = std::move(names);
     return *this;
   }
   Graph& entry(std::string name) {
@@ -163,6 +225,16 @@ class Graph : private detail::StateInterface {
   /// Identifies the graph a run was stored by: its user version and its node names.
   std::string fingerprint() const { return spec_.fingerprint(); }
 
+  /// The nodes, entry, declared edges, approval gates and effects (graph_shape.hpp).
+  GraphShape shape() const { return spec_.shape(); }
+  /// A Mermaid flowchart of the graph, with `path` (run_path(store.history(run))) over it when
+  /// given (diagram.hpp).
+  std::string to_mermaid(const RunPath* path = nullptr) const {
+    return agent::to_mermaid(shape(), path);
+  }
+  /// A Graphviz (DOT) drawing of the graph, with `path` over it when given (diagram.hpp).
+  std::string to_dot(const RunPath* path = nullptr) const { return agent::to_dot(shape(), path); }
+
   /// The events of every run of this graph (also appended to the store's per-run log), on a
   /// Boost.Signals2 bus: needs <trellis/signals2/event_bus.hpp> (the bus is created by the
   /// first call; until then no observer-only event is built).
@@ -200,6 +272,17 @@ class Graph : private detail::StateInterface {
     detail::fork_run(spec_, from_id, seq, new_id, store);
   }
 
+  /// Runs node `node` of run `run_id` once, from the run's position: dry (the default: nothing
+  /// written, no effect called; receipts, stubs or effect_refused) or committed (a real step);
+  /// see step.hpp.
+  StepResult<S> step(const std::string& run_id, const std::string& node, Store& store,
+                     StepOptions options = {}) {
+    detail::StepRun r = detail::step_node(spec_, *this, run_id, node, store, options);
+    return StepResult<S>{std::move(r.next),  std::move(unbox(*r.state)), std::move(r.effects),
+                         r.committed,        std::move(r.checkpoint),    r.reason,
+                         std::move(r.detail)};
+  }
+
   /// The state stored in `cp` (migrated to the current schema).
   S decode_state(const Checkpoint& cp) const {
     return std::move(unbox(*detail::decode_state(spec_, *this, cp)));
@@ -221,6 +304,7 @@ class Graph : private detail::StateInterface {
     out.steps = r.steps;
     out.state = std::move(unbox(*r.state));
     out.interrupt = std::move(r.interrupt);
+    out.request_id = std::move(r.request_id);
     return out;
   }
 

@@ -21,8 +21,8 @@ struct NodeShape {
   std::string name;
   /// Where the node may go (node names, and end_node when it may Halt), when it declares it.
   std::vector<std::string> successors = {};
-  bool declared = false;  ///< whether `successors` was declared (else: anywhere)
-  bool approval = false;  ///< an approval gate (it may Interrupt for a decision)
+  bool declared = false;                  ///< whether `successors` was declared (else: anywhere)
+  bool approval = false;                  ///< an approval gate (it may Interrupt for a decision)
   std::vector<std::string> effects = {};  ///< the names of the effects it may make
 
   friend bool operator==(const NodeShape&, const NodeShape&) = default;

@@ -3,7 +3,8 @@
 /// `MemoryStore`: runs kept in memory (tests, short-lived tools). Thread-safe; nothing
 /// survives the process. A lease does not expire (no lease_ttl): it is held until its Lease
 /// is destroyed; its epoch counts the takings of the run's lease in this object. It makes every
-/// check of the Store contract (detail::StoreProtocol), as the persistent stores do.
+/// check of the Store contract (detail::StoreProtocol), as the persistent stores do, and keeps
+/// every record they keep (cancel requests, graph shapes; listing walks the runs in memory).
 
 #include <map>
 #include <mutex>
@@ -26,6 +27,8 @@ class MemoryStore final : public detail::StoreProtocol {
     std::vector<nlohmann::json> events;
     std::vector<EffectRecord> effects;                             // in the order first started
     std::map<std::string, std::size_t, std::less<>> effect_index;  // key -> position
+    std::vector<CancelRequest> requests;
+    std::string created_at;  // the first checkpoint's (retention may drop it)
   };
   struct Held {
     std::string owner;
@@ -47,8 +50,17 @@ class MemoryStore final : public detail::StoreProtocol {
   void write_event(std::string_view run_id, const nlohmann::json& event) override;
   std::vector<nlohmann::json> read_events(std::string_view run_id) override;
   void retain(const detail::RetentionPlan& plan) override;
+  std::vector<StoredEvent> read_events_after(std::string_view run_id,
+                                             std::uint64_t after_seq) override;
+  std::vector<CancelRequest> read_cancel_requests(std::string_view run_id,
+                                                  std::uint64_t after) override;
+  std::vector<RunSummary> read_summaries(const RunFilter& filter) override;
+  bool erase_run(std::string_view run_id) override;
+  void write_graph(const GraphShape& shape) override;
+  std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
 
   std::mutex m_;
+  std::map<std::string, GraphShape, std::less<>> graphs_;  // by fingerprint
   std::map<std::string, Run, std::less<>> runs_;
   std::map<std::string, Held, std::less<>> leases_;           // run id -> its holder
   std::map<std::string, std::uint64_t, std::less<>> epochs_;  // run id -> newest epoch

@@ -2,7 +2,10 @@
 /// @file
 /// `Node<S>`: one step of an agent graph over the typed state S.
 
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/permission.hpp"
@@ -22,6 +25,18 @@ class Node {
   /// The permission mode the node needs: Plan (read-only) unless it says otherwise; AcceptEdits
   /// or more makes it destructive (see ModeGate).
   virtual PermissionMode required_mode() const { return PermissionMode::Plan; }
+
+  // Declarations (see graph.hpp, "Declared edges"), read once, when the node is added to a
+  // graph; the graph's own declarations of the node (Graph::edges, effects) replace them.
+
+  /// Where the node may go: node names, and end_node (graph_shape.hpp) when it may Halt. A
+  /// step that goes elsewhere fails the run with Reason::undeclared_edge. nullopt (the
+  /// default): undeclared, anywhere.
+  virtual std::optional<std::vector<std::string>> successors() const { return std::nullopt; }
+  /// Whether the node may pause for an approval (drawn as a gate; not enforced).
+  virtual bool approval_gate() const { return false; }
+  /// The names of the effects the node may make (drawn with it; not enforced).
+  virtual std::vector<std::string> effect_names() const { return {}; }
 };
 
 }  // namespace trellis::agent

@@ -63,8 +63,8 @@ struct CancelResult {
 /// A Cancelled run stays resumable. Refused: unknown_run; run_conflict for a run that has
 /// succeeded or failed (nothing written). A run already Cancelled (with no pending request)
 /// is left as it is (request 0).
-CancelResult cancel_run(Store& store, std::string_view run_id, std::string by,
-                        std::string reason, Clock& clock = SystemClock::instance());
+CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, std::string reason,
+                        Clock& clock = SystemClock::instance());
 
 /// Records the outcome of the effect in doubt `r.key` of run `run_id`, which failed with
 /// reconciliation_required: the effect's record gets a receipt (succeeded with `r.result` when

@@ -13,12 +13,12 @@ namespace trellis::agent {
 /// this result, or it did not happen. Kept in the effect's record (EffectRecord::reconciliation)
 /// and in the checkpoint that reopens the run (Checkpoint::reconciliation). operations.hpp.
 struct Reconciliation {
-  std::string key;                ///< the effect's idempotency key
-  bool happened = false;          ///< it happened (its receipt holds `result`), or it did not
-  nlohmann::json result;          ///< what it returned, when it happened
-  std::string by;                 ///< who recorded it
-  std::string reason;             ///< why they are sure ("ledger line 7", "no such payment")
-  std::string at;                 ///< ISO-8601 UTC, when it was recorded
+  std::string key;        ///< the effect's idempotency key
+  bool happened = false;  ///< it happened (its receipt holds `result`), or it did not
+  nlohmann::json result;  ///< what it returned, when it happened
+  std::string by;         ///< who recorded it
+  std::string reason;     ///< why they are sure ("ledger line 7", "no such payment")
+  std::string at;         ///< ISO-8601 UTC, when it was recorded
 
   friend bool operator==(const Reconciliation&, const Reconciliation&) = default;
 };

@@ -2,6 +2,7 @@
 /// @file
 /// `RunOptions`: the per-call settings of Graph::run() and Graph::resume().
 
+#include <chrono>
 #include <functional>
 #include <stop_token>
 #include <string>
@@ -21,6 +22,9 @@ struct RunOptions {
   Clock* clock = nullptr;               ///< nullptr: SystemClock
   std::function<double()> random = {};  ///< uniform [0, 1) for jitter; empty: a seeded engine
   std::string worker = "worker";        ///< the lease owner's name (in run_busy messages)
+  /// How often a node's stop_token looks for a cancel request (Store::request_cancel, `trellis
+  /// cancel`) while the node runs; zero: only between steps (where it is always looked for).
+  std::chrono::milliseconds cancel_poll = std::chrono::milliseconds(200);
   /// Called on every status change of the run (from, to), on the calling thread.
   std::function<void(RunStatus, RunStatus)> on_status = {};
   /// Follows the run's status as reactive state (state_is); set at the start of the call.

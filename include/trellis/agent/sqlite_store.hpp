@@ -82,6 +82,9 @@ struct SqliteStoreOptions {
   /// 0660 shares the database with the group. An existing file keeps its mode. A mode that
   /// lets others write is refused by the constructor with invalid_option.
   unsigned file_mode = 0600;
+  /// Open to read only: write nothing, create nothing, upgrade nothing (a path that holds no
+  /// database is not_a_store). Placeholder: the store honours it once the SQLite branch lands.
+  bool read_only = false;
 };
 
 class SqliteStore final : public detail::StoreProtocol {

@@ -18,6 +18,7 @@
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/event_kind.hpp"
+#include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
 
 namespace trellis::agent::detail {
@@ -63,6 +64,20 @@ class EffectRunner {
         clock_(clock),
         host_(host) {}
 
+  /// Dry mode (Graph::step without commit, step.hpp): no effect is called and nothing is
+  /// written; each effect is answered from its stored receipt, else from `stubs` by name, else
+  /// refused (effect_refused, kept in refused()). `stubs` must outlive the runner.
+  void dry(const std::map<std::string, nlohmann::json>* stubs) noexcept {
+    dry_ = true;
+    stubs_ = stubs;
+  }
+  /// Keeps a StepEffect per effect of the current attempt (log()); off by default.
+  void keep_log() noexcept { keep_log_ = true; }
+  const std::vector<StepEffect>& log() const noexcept { return log_; }
+  /// Set once a dry attempt refused an effect: the step fails with it whatever the node does
+  /// with the exception.
+  const std::optional<effect_refused>& refused() const noexcept { return refused_; }
+
   /// A new attempt of `node` at `step`: ordinals count from 0 again, no keys used yet. (The
   /// rerun of a node that interrupted passes the step it interrupted at, so the effects it
   /// made before pausing replay instead of running again under new keys.)
@@ -101,6 +116,8 @@ class EffectRunner {
  private:
   std::string now() const;
   void replayed(const EffectRecord& r);
+  void logged(const EffectRecord& r, EffectSource source);
+  nlohmann::json dry_run(EffectRecord rec);
   /// Calls `f` (a store write or a failpoint); an exception marks the attempt broken.
   template <class F>
   void infrastructure(F&& f) {
@@ -125,6 +142,11 @@ class EffectRunner {
   std::vector<std::string> replayed_;
   std::optional<reconciliation_required> reconciliation_;
   std::exception_ptr broken_;
+  bool dry_ = false;
+  const std::map<std::string, nlohmann::json>* stubs_ = nullptr;
+  bool keep_log_ = false;
+  std::vector<StepEffect> log_;
+  std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
 };
 

@@ -17,12 +17,14 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/detail/event_hub.hpp"
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/graph_shape.hpp"
 #include "trellis/agent/hooks.hpp"
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
@@ -81,10 +83,35 @@ struct GraphSpec {
   std::map<std::string, CompensateFn, std::less<>> compensations;
   EventHub events;
 
+  /// What is declared about a node for checks and drawings (graph.hpp, "Declared edges").
+  struct Declared {
+    std::optional<std::vector<std::string>> successors;  ///< nullopt: undeclared (anywhere)
+    bool approval = false;
+    std::optional<std::vector<std::string>> effects;  ///< nullopt: not declared here
+  };
+  /// By node name: what the nodes declared of themselves (Node::successors, approval_gate,
+  /// effect_names; read when added), and what the graph declared of them (Graph::edges,
+  /// approval_gate, effects), which wins.
+  std::map<std::string, Declared, std::less<>> by_node;
+  std::map<std::string, Declared, std::less<>> by_graph;
+
   /// Registers a node's name and returns its number; graph_error for an empty or taken name.
   std::size_t add_node(std::string name);
   /// The graph's identity stored with every run: its user version and its node names.
   std::string fingerprint() const;
+
+  /// The successors declared for `node` (the graph's declaration, else the node's own);
+  /// nullptr when undeclared.
+  const std::vector<std::string>* successors(std::string_view node) const;
+  /// graph_error when a declaration names a node the graph does not have (a successor that is
+  /// neither a node nor end_node, or Graph::edges/approval_gate/effects of an unknown node).
+  void check_declarations() const;
+  /// The detail of the undeclared_edge failure when `next`, from `node`, leaves the node's
+  /// declared set (a Goto outside it, a Halt without end_node in it, an Interrupt whose
+  /// non-empty `then` is outside it); nullopt when it is allowed or nothing is declared.
+  std::optional<std::string> undeclared_edge(std::string_view node, const NextStep& next) const;
+  /// What can be known of the graph without running it (graph_shape.hpp).
+  GraphShape shape() const;
 };
 
 /// How a run call ended: Outcome<S> without S.
@@ -95,6 +122,7 @@ struct RunResult {
   std::uint64_t steps = 0;
   std::unique_ptr<StateBox> state;  ///< the last committed state (never null)
   std::optional<Interrupt> interrupt;
+  std::string request_id;  ///< while WaitingApproval
 };
 
 /// Graph::run: creates run `run_id` at the entry node and runs it until it ends or pauses.

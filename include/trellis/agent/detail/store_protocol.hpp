@@ -101,8 +101,9 @@ class StoreProtocol : public Store {
   void apply_retention(const Retention& retention) final;
   std::vector<StoredEvent> events_after(std::string_view run_id, std::uint64_t after_seq) final;
   std::uint64_t request_cancel(const CancelRequest& request) final;
-  std::vector<CancelRequest> cancel_requests(std::string_view run_id, std::uint64_t after) final;
-  std::vector<RunSummary> list_runs(const RunFilter& filter) final;
+  std::vector<CancelRequest> cancel_requests(std::string_view run_id,
+                                             std::uint64_t after = 0) final;
+  std::vector<RunSummary> list_runs(const RunFilter& filter = {}) final;
   void delete_run(std::string_view run_id) final;
   void put_graph(const GraphShape& shape) final;
   std::optional<GraphShape> graph(std::string_view fingerprint) final;

@@ -1,0 +1,73 @@
+#pragma once
+/// @file
+/// `GraphRunner`: what the commands need of a program's graph (run, resume, step), without its
+/// state type, so the command line is compiled once for every graph. `cli::main` (main.hpp)
+/// adapts a `Graph<S>` into one; the `trellis` command has none (it does not link a graph).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/graph_shape.hpp"
+#include "trellis/agent/next_step.hpp"
+#include "trellis/agent/outcome.hpp"
+#include "trellis/agent/run_status.hpp"
+#include "trellis/agent/step.hpp"
+#include "trellis/agent/store.hpp"
+
+namespace trellis::agent::cli {
+
+/// What one node on its own did (StepResult<S> with the state as JSON).
+struct StepReport {
+  NextStep next;
+  nlohmann::json state;
+  std::vector<StepEffect> effects;
+  bool committed = false;
+  std::optional<Checkpoint> checkpoint;
+  Reason reason = Reason::none;
+  std::string detail;
+};
+
+/// How a run call ended (Outcome<S> with the state as JSON).
+struct RunReport {
+  std::string run_id;
+  RunStatus status = RunStatus::Queued;
+  Reason reason = Reason::none;
+  std::string detail;
+  std::uint64_t steps = 0;
+  nlohmann::json state;  ///< the last committed state, as the graph's to_json wrote it
+  std::optional<Interrupt> interrupt;  ///< while WaitingApproval
+  std::string request_id;              ///< while WaitingApproval: what a decision names
+};
+
+class GraphRunner {
+ public:
+  virtual ~GraphRunner() = default;
+  /// The graph's fingerprint (Graph::fingerprint).
+  virtual std::string fingerprint() const = 0;
+  /// The graph's shape when the graph can give it (for `runs draw`).
+  virtual std::optional<GraphShape> shape() const { return std::nullopt; }
+  /// Why `state` is not a state of the graph (it does not convert), or empty when it is.
+  virtual std::string check_state(const nlohmann::json& state) const = 0;
+  /// Starts run `run_id` with `state` (checked by check_state), or with a default-constructed
+  /// state when `state` is null.
+  virtual RunReport run(const std::string& run_id, const nlohmann::json* state, Store& store) = 0;
+  /// Continues run `run_id` (after a crash, a cancellation, a decision recorded by an operator).
+  virtual RunReport resume(const std::string& run_id, Store& store) = 0;
+  /// Runs node `node` of run `run_id` once (Graph::step): dry, or committed with
+  /// `options.commit`.
+  virtual StepReport step(const std::string& run_id, const std::string& node, Store& store,
+                          StepOptions options) = 0;
+};
+
+/// The command line: parses argv and runs one command on `store` (the program's own store,
+/// used when no `--store` is given; nullptr: `--store` is required) with `graph` (nullptr:
+/// the commands that need a graph, `run`, `resume` and `step`, are not offered). Returns the
+/// exit code (docs/cli.md): 0 ok, 2 usage, 3 not found, 4 conflict or stale request,
+/// 5 expired, 1 any other error.
+int run_commands(int argc, char** argv, Store* store, GraphRunner* graph);
+
+}  // namespace trellis::agent::cli

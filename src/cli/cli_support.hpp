@@ -1,0 +1,158 @@
+#pragma once
+// Private to the trellis::cli target: what the commands share (the output, times, the store
+// being worked on, the failures that map to exit codes). See docs/cli.md for the contract.
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/run_summary.hpp"
+#include "trellis/agent/store.hpp"
+#include "trellis/cli/graph_runner.hpp"
+
+namespace trellis::agent::cli::detail {
+
+/// The version of the JSON documents `-o json` prints (docs/cli.md, docs/cli.schema.json).
+inline constexpr int schema_version = 1;
+
+/// Bad usage found after parsing (a malformed JSON value, time or filter): exit code 2.
+struct usage_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// A conflict the library reports with a more general error (a fork into an existing run):
+/// exit code 4.
+struct conflict_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// How a command gets its store: to read, to write a store that must exist, or to create.
+enum class Access { read, write, create };
+
+/// What every command is given.
+class Session {
+ public:
+  Session(std::string spec, Store* own, GraphRunner* graph, bool json)
+      : spec_(std::move(spec)), own_(own), graph_(graph), json_(json) {}
+  /// The store (opened on first use; `--store` if given, else the program's own).
+  Store& store(Access access);
+  GraphRunner* graph() const noexcept { return graph_; }
+  bool json() const noexcept { return json_; }
+  /// Where the store is, for messages.
+  std::string where() const;
+
+ private:
+  std::string spec_;
+  Store* own_;
+  GraphRunner* graph_;
+  bool json_;
+  std::unique_ptr<Store> opened_;
+};
+
+/// {"trellis_cli": 1, "kind": kind}: the start of every document printed.
+nlohmann::json document(std::string_view kind);
+/// Prints `doc` as one line of JSON.
+void print_json(const nlohmann::json& doc);
+
+/// A table printed with aligned columns (the human output).
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::size_t size() const noexcept { return rows_.size() - 1; }
+  void print(std::ostream& out) const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// --- times ----------------------------------------------------------------------------------
+
+using SysClock = std::chrono::system_clock;
+/// "2026-11-24T10:00:00Z" (seconds or milliseconds optional, also "2026-11-24"), or a span
+/// back from now: "90s", "30m", "2h", "7d", "2w". usage_failure naming `option` otherwise.
+SysClock::time_point parse_time(std::string_view text, std::string_view option);
+/// ISO-8601 UTC with milliseconds, as the stores write times.
+std::string utc(SysClock::time_point t);
+/// The instant of a stored time text (nullopt when it does not parse).
+std::optional<SysClock::time_point> parse_stored_time(std::string_view text);
+/// "45s", "12m", "3h", "5d": how long ago `stored` was (empty when unknown).
+std::string age(std::string_view stored);
+
+// --- values ---------------------------------------------------------------------------------
+
+/// `text` parsed as JSON; usage_failure naming `option` when it is not.
+nlohmann::json parse_json_option(std::string_view text, std::string_view option);
+/// The default reviewer: $TRELLIS_USER, else $USER, else the login name.
+std::string default_user();
+/// A run status by name ("WaitingApproval", case-insensitive, '-' and '_' ignored).
+RunStatus parse_status(std::string_view text);
+std::string name(RunStatus s);
+std::string name(Reason r);
+/// The filter of `runs ls` and of the bulk forms.
+RunFilter make_filter(const std::string& status, const std::string& since, const std::string& node);
+
+// --- the documents' parts -------------------------------------------------------------------
+
+nlohmann::json summary_json(const RunSummary& s);
+/// The pending request of a WaitingApproval checkpoint (null otherwise).
+nlohmann::json request_json(const Checkpoint& cp);
+nlohmann::json interrupt_json(const Interrupt& i, const std::string& id, const std::string& node);
+nlohmann::json checkpoint_json(const Checkpoint& cp);
+nlohmann::json report_json(const RunReport& r);
+/// The one-line human form of a JSON value (compact, truncated to `width` characters).
+std::string brief(const nlohmann::json& v, std::size_t width = 60);
+
+// --- the commands (read_commands.cpp, write_commands.cpp) -----------------------------------
+
+struct FilterArgs {
+  std::string status, since, node;
+  bool given() const { return !status.empty() || !since.empty() || !node.empty(); }
+};
+int runs_ls(Session& s, const FilterArgs& f);
+int runs_show(Session& s, const std::string& run);
+int runs_history(Session& s, const std::string& run, bool diff);
+int runs_events(Session& s, const std::string& run, bool follow, std::uint64_t after,
+                std::chrono::milliseconds poll);
+int runs_effects(Session& s, const std::string& run);
+int runs_draw(Session& s, const std::string& run, const std::string& format);
+int approvals_ls(Session& s);
+
+enum class DecisionKind { approve, reject, input };
+struct DecideArgs {
+  DecisionKind kind = DecisionKind::approve;
+  std::string run, request, as, comment, reason, json;
+};
+int decide(Session& s, const DecideArgs& a);
+
+struct BulkArgs {
+  std::string run;  ///< one run, or (empty) the runs the filter selects
+  FilterArgs filter;
+  bool dry_run = false, yes = false;
+};
+int cancel(Session& s, const BulkArgs& b, const std::string& as, const std::string& reason);
+int delete_runs(Session& s, const BulkArgs& b);
+int gc(Session& s, const std::string& finished_before, std::optional<std::size_t> keep_last,
+       bool dry_run, bool yes);
+
+struct ReconcileArgs {
+  std::string run, key, result, reason, as;
+  bool happened = false, did_not_happen = false;
+};
+int reconcile(Session& s, const ReconcileArgs& a);
+int fork(Session& s, const std::string& run, std::uint64_t at, const std::string& new_id);
+
+int run_start(Session& s, const std::string& run, const std::string& state);
+int run_resume(Session& s, const std::string& run);
+int run_step(Session& s, const std::string& run, const std::string& node, const std::string& state,
+             bool commit, const std::vector<std::string>& effects);
+
+}  // namespace trellis::agent::cli::detail

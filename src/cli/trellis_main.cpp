@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// The `trellis` command: operate durable agent runs in any store, without the graph
+// (docs/cli.md).
+
+#include "trellis/cli/graph_runner.hpp"
+
+int main(int argc, char** argv) {
+  return trellis::agent::cli::run_commands(argc, argv, nullptr, nullptr);
+}

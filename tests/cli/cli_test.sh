@@ -1,0 +1,343 @@
+#!/usr/bin/env bash
+# Drives the `trellis` command (run by ctest; docs/cli.md is the contract it checks).
+#   cli_test.sh TRELLIS PROGRAM file|sqlite codes|story|bulk
+# PROGRAM embeds the same commands through cli::main and links a small graph
+# (tests/cli/cli_test_program.cpp): it makes the runs; `trellis` (which does not link the graph)
+# operates on them.
+set -euo pipefail
+
+trellis=$1
+program=$2
+kind=$3
+mode=$4
+dir=$(mktemp -d "${TMPDIR:-/tmp}/trellis_cli.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+if [[ $kind == sqlite ]]; then store=sqlite:$dir/runs.db; else store=$dir/runs; fi
+export TRELLIS_USER=tester
+
+fail() {
+  {
+    echo "FAIL ($kind $mode): $*"
+    for f in "$dir"/*.out "$dir"/*.err; do
+      [[ -s $f ]] && { echo "--- $(basename "$f"):"; cat "$f"; }
+    done
+  } >&2
+  exit 1
+}
+
+# t NAME WANT ARGS...: `trellis --store $store ARGS`, stdout to NAME.out, stderr to NAME.err;
+# fails unless it exits with WANT. p NAME WANT ARGS...: the same with the program.
+n=0
+t() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  "$trellis" --store "$store" "$@" >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
+  [[ $rc == "$want" ]] || fail "trellis $* exited with $rc, not $want"
+}
+p() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  "$program" --store "$store" "$@" >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
+  [[ $rc == "$want" ]] || fail "program $* exited with $rc, not $want"
+}
+# j NAME PYTHON: asserts PYTHON (d is NAME.out's JSON document, or its last line's) holds, and
+# that every document of NAME.out is one docs/cli.schema.json describes: schema version 1, a
+# known kind, every member the schema requires of that kind (and of the objects in its arrays).
+schema=$(cd "$(dirname "$0")/../.." && pwd)/docs/cli.schema.json
+j() {
+  python3 -c '
+import json, sys
+schema = json.load(open(sys.argv[3]))
+defs = schema["$defs"]
+def resolve(s):
+    return defs[s["$ref"].split("/")[-1]] if "$ref" in s else s
+def check(value, s, where):
+    s = resolve(s)
+    for part in s.get("allOf", []):
+        check(value, part, where)
+    if s.get("type") == "object" and isinstance(value, dict):
+        for m in s.get("required", []):
+            assert m in value, f"{where}: no member {m}"
+        for m, sub in s.get("properties", {}).items():
+            if m in value and value[m] is not None:
+                check(value[m], sub, where + "/" + m)
+    if s.get("type") == "array" and isinstance(value, list):
+        for i, v in enumerate(value):
+            check(v, s["items"], f"{where}/{i}")
+    if "enum" in s:
+        allowed = s["enum"]
+        assert value in allowed, f"{where}: {value!r} is not one of {allowed}"
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+for l in lines:
+    doc = json.loads(l)
+    assert doc["trellis_cli"] == 1, "no trellis_cli: 1"
+    kind = doc["kind"]
+    assert "doc_" + kind in defs, f"kind {kind} is not in the schema"
+    check(doc, defs["doc_" + doc["kind"]], doc["kind"])
+d = json.loads(lines[-1])
+ok = eval(sys.argv[2])
+sys.exit(0 if ok else 1)' "$dir/$1.out" "$2" "$schema" || fail "$1: $2 does not hold"
+}
+# err NAME TEXT: NAME.err is one line that contains TEXT.
+err() {
+  [[ $(wc -l <"$dir/$1.err") == 1 ]] || fail "$1: stderr is not one line"
+  grep -qF -- "$2" "$dir/$1.err" || fail "$1: stderr does not say: $2"
+}
+status_of() {
+  "$trellis" --store "$store" -o json runs show "$1" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["status"])'
+}
+request_of() {
+  "$trellis" --store "$store" -o json runs show "$1" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["request"]["id"])'
+}
+
+case $mode in
+  codes)
+    # 2: usage (CLI11's parse errors too); --help is 0.
+    t help 0 --help
+    grep -q "approvals" "$dir/help.out" || fail "--help lists no commands"
+    t subhelp 0 runs ls --help
+    rc=0; "$trellis" >"$dir/none.out" 2>"$dir/none.err" || rc=$?
+    [[ $rc == 2 ]] || fail "no arguments exited with $rc, not 2"
+    t bogus 2 runs ls --bogus
+    err bogus "--bogus"
+    t badout 2 -o xml runs ls
+    t nostore_cmd 2 runs frobnicate
+
+    # 3: a mistyped store for a reading command; nothing is created.
+    rc=0; "$trellis" --store "$dir/typo" runs ls >"$dir/typo.out" 2>"$dir/typo.err" || rc=$?
+    [[ $rc == 3 ]] || fail "a mistyped FileStore path exited with $rc, not 3"
+    err typo "$dir/typo"
+    [[ ! -e $dir/typo ]] || fail "a reading command created $dir/typo"
+    rc=0; "$trellis" --store "sqlite:$dir/typo.db" approvals ls >"$dir/typo2.out" 2>"$dir/typo2.err" || rc=$?
+    [[ $rc == 3 ]] || fail "a mistyped SQLite path exited with $rc, not 3"
+    [[ ! -e $dir/typo.db ]] || fail "a reading command created $dir/typo.db"
+    rc=0; "$trellis" --store "$dir/typo" approve r --request 1 >"$dir/typo3.out" 2>"$dir/typo3.err" || rc=$?
+    [[ $rc == 3 && ! -e $dir/typo ]] || fail "approve on a mistyped store exited with $rc or created it"
+    : >"$dir/plain.txt"
+    rc=0; "$trellis" --store "$dir/plain.txt" runs ls >"$dir/plain.out" 2>"$dir/plain.err" || rc=$?
+    [[ $rc == 3 ]] || fail "a plain file as a store exited with $rc, not 3"
+
+    # 1: another error (a store this build cannot open).
+    rc=0; "$trellis" --store postgresql://localhost/x runs ls >"$dir/pg.out" 2>"$dir/pg.err" || rc=$?
+    [[ $rc == 1 ]] || fail "postgresql:// exited with $rc, not 1"
+    err pg "not built with PostgreSQL"
+
+    # The runs.
+    p done 0 run r-done --state '{"route":"finish"}'
+    p gate 0 run r-gate --state '{"route":"gate","count":7}'
+    p exp 0 run r-exp --state '{"route":"expiring"}'
+    p badstate 2 run r-bad --state '{"route": 5}'
+    p badjson 2 run r-bad --state '{oops'
+    err badjson "--state"
+
+    t ls 0 runs ls
+    grep -q "^r-gate  *WaitingApproval" "$dir/ls.out" || fail "runs ls does not list r-gate waiting"
+    t lsj 0 -o json runs ls
+    j lsj 'd["kind"] == "runs" and [r["run_id"] for r in d["runs"]] == ["r-done", "r-exp", "r-gate"]'
+    j lsj '[r["status"] for r in d["runs"]] == ["Succeeded", "WaitingApproval", "WaitingApproval"]'
+    t lsw 0 -o json runs ls --status waiting-approval --node gate
+    j lsw '[r["run_id"] for r in d["runs"]] == ["r-gate"] and d["runs"][0]["request"] is not None'
+    t lss 0 -o json runs ls --since 1h
+    j lss 'len(d["runs"]) == 3'
+    t lsf 0 -o json runs ls --since 2200-01-01T00:00:00Z
+    j lsf 'd["runs"] == []'
+    t badtime 2 runs ls --since yesterday
+    err badtime "--since"
+    t badstatus 2 runs ls --status Sleeping
+
+    t show 0 -o json runs show r-gate
+    j show 'd["kind"] == "run" and d["run"]["status"] == "WaitingApproval" and d["state"]["count"] == 7'
+    j show 'd["request"]["action"] == "ship it" and d["request"]["proposed_input"] == {"count": 7}'
+    j show 'd["request"]["risk_reason"] == "it goes out" and d["request"]["expires_at"] is None'
+    j show 'd["request"]["asked_by"] == "gate" and d["cancel_requests"] == []'
+    req=$(request_of r-gate)
+    t approvals 0 -o json approvals ls
+    j approvals '[(a["run_id"], a["id"]) for a in d["approvals"]] == [("r-exp", a0), ("r-gate", "'"$req"'")] if (a0 := d["approvals"][0]["id"]) else False'
+
+    # 3: unknown run, unknown request.
+    t unknown 3 runs show nope
+    err unknown "nope"
+    t unknown2 3 approve nope --request 1
+    t unknownj 3 -o json runs history nope
+    j unknownj 'd["kind"] == "error" and d["error"]["code"] == "agent.unknown_run" and d["error"]["exit"] == 3'
+    t badreq 3 approve r-gate --request 99
+    err badreq "r-gate"
+    t badreq2 3 approve r-gate --request abc
+
+    # 2: malformed JSON values name their option; nothing is written.
+    t badinput 2 input r-gate --request "$req" --json '{"a":'
+    err badinput "--json"
+    [[ $(status_of r-gate) == WaitingApproval ]] || fail "a malformed --json changed the run"
+    t badrun 2 runs show ../x
+
+    # 5: expired.
+    t expired 5 approve r-exp --request "$(request_of r-exp)"
+    err expired "r-exp"
+    [[ $(status_of r-exp) == WaitingApproval ]] || fail "an expired approval changed the run"
+
+    # 0, then 4: a request decided is superseded.
+    t approve 0 approve r-gate --request "$req" --as ana --comment "looks fine"
+    grep -q "r-gate: request $req approved by ana" "$dir/approve.out" || fail "approve said: $(cat "$dir/approve.out")"
+    [[ $(status_of r-gate) == Queued ]] || fail "an approval did not leave the run Queued"
+    t again 4 approve r-gate --request "$req"
+    err again "$req"
+    t againj 4 -o json reject r-gate --request "$req" --reason no
+    j againj 'd["error"]["code"] == "agent.request_superseded" and d["error"]["exit"] == 4'
+
+    # 4: cancelling a finished run; forking into an existing run.
+    t cancel_done 4 cancel r-done
+    err cancel_done "r-done"
+    t fork_onto 4 fork r-done --at 0 --as r-gate
+    p resume_waiting 4 resume r-exp
+    err resume_waiting "r-exp"
+    # Bulk forms without --dry-run or --yes are usage errors.
+    t bulk 2 cancel --status Queued
+    t gc_plain 2 gc --finished-before 1d
+    ;;
+
+  story)
+    p gate 0 run r-1 --state '{"route":"gate"}'
+    [[ $(status_of r-1) == WaitingApproval ]] || fail "r-1 does not wait"
+    req=$(request_of r-1)
+    # Approved from `trellis`, which does not link the graph: the run only becomes Queued.
+    t approve 0 -o json approve r-1 --request "$req"
+    j approve 'd["kind"] == "decision" and d["decision"] == "approve" and d["by"] == "tester" and d["status"] == "Queued"'
+    [[ $(status_of r-1) == Queued ]] || fail "the approval ran the graph"
+    p resume 0 -o json resume r-1
+    j resume 'd["kind"] == "outcome" and d["status"] == "Succeeded" and d["state"]["approved_by"] == "tester"'
+    t hist 0 -o json runs history r-1 --diff
+    j hist '[c["status"] for c in d["checkpoints"]][-1] == "Succeeded" and any(c["decision"] and c["decision"]["by"] == "tester" for c in d["checkpoints"])'
+    j hist 'any(ch["path"] == "/approved_by" and ch["old"] == "" and ch["new"] == "tester" for c in d["checkpoints"] for ch in c["changes"])'
+    t histh 0 runs history r-1 --diff
+    grep -q '  /approved_by: "" -> "tester"' "$dir/histh.out" || fail "history --diff shows no change of /approved_by"
+    t events 0 -o json runs events r-1
+    j events 'd["kind"] == "events" and len(d["events"]) > 0 and all(b["seq"] > a["seq"] for a, b in zip(d["events"], d["events"][1:]))'
+    t after 0 -o json runs events r-1 --after "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"][0]["seq"])' "$dir/events.out")"
+    j after 'len(d["events"]) == '"$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["events"]) - 1)' "$dir/events.out")"
+    t follow 0 -o json runs events r-1 --follow --poll 50  # a finished run: replayed, then it ends
+    j follow 'd["kind"] == "event" and d["run_id"] == "r-1"'  # JSON lines, each checked
+
+    # Input answers a request with a value.
+    p gate2 0 run r-2 --state '{"route":"gate"}'
+    t input 0 input r-2 --request "$(request_of r-2)" --json '{"ok":[1,2]}'
+    p resume2 0 -o json resume r-2
+    j resume2 'd["state"]["answer"] == {"ok": [1, 2]}'
+    # Reject fails the run.
+    p gate3 0 run r-3 --state '{"route":"gate"}'
+    t reject 0 reject r-3 --request "$(request_of r-3)" --reason "not now" --as bo
+    [[ $(status_of r-3) == Failed ]] || fail "a rejection did not fail the run"
+
+    # An at_most_once effect cut off by a crash: reconciled from `trellis`, resumed by the program.
+    rc=0; TRELLIS_FAILPOINT=effect.after_call "$program" --store "$store" run r-pay --state '{"route":"pay"}' \
+      >"$dir/killed.out" 2>"$dir/killed.err" || rc=$?
+    [[ $rc == 137 ]] || fail "the failpoint did not kill the program ($rc)"
+    p payresume 0 -o json resume r-pay
+    j payresume 'd["status"] == "Failed" and d["reason"] == "reconciliation_required"'
+    t effects 0 -o json runs effects r-pay
+    j effects 'd["effects"][0]["name"] == "pay" and d["effects"][0]["status"] == "started" and d["effects"][0]["policy"] == "at_most_once"'
+    key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["effects"][0]["key"])' "$dir/effects.out")
+    t rec_usage 2 reconcile r-pay --key "$key" --happened --reason "ledger line 1"
+    t rec_badjson 2 reconcile r-pay --key "$key" --happened --result '{x' --reason "ledger line 1"
+    err rec_badjson "--result"
+    t rec_both 2 reconcile r-pay --key "$key" --happened --did-not-happen --reason x
+    t rec_wrong 4 reconcile r-1 --key "$key" --did-not-happen --reason x
+    t rec 0 reconcile r-pay --key "$key" --happened --result '{"paid":"p-7"}' --reason "ledger line 1"
+    [[ $(status_of r-pay) == Queued ]] || fail "a reconciliation did not leave the run Queued"
+    t effects2 0 runs effects r-pay
+    grep -q "happened (by tester: ledger line 1)" "$dir/effects2.out" || fail "runs effects shows no reconciliation"
+    p payresume2 0 -o json resume r-pay
+    j payresume2 'd["status"] == "Succeeded" and d["state"]["paid"] == "p-7"'
+
+    # Fork: a new run from a checkpoint, resumed by the program.
+    t fork 0 -o json fork r-1 --at 1 --as r-1b
+    j fork 'd["kind"] == "fork" and d["run_id"] == "r-1b" and d["from"] == "r-1"'
+    t fork_again 4 fork r-1 --at 1 --as r-1b
+    t fork_missing 3 fork r-1 --at 999 --as r-1c
+    p forkresume 0 -o json resume r-1b
+
+    # Pictures: Mermaid and DOT from `trellis`; SVG through Graphviz's dot, a clear error without.
+    t draw 0 runs draw r-1
+    grep -q "^flowchart" "$dir/draw.out" || fail "runs draw printed no Mermaid flowchart"
+    t drawdot 0 -o json runs draw r-1 --format dot
+    j drawdot 'd["kind"] == "drawing" and "digraph" in d["text"]'
+    if command -v dot >/dev/null; then
+      t svg 0 runs draw r-1 --format svg
+      grep -q "<svg" "$dir/svg.out" || fail "runs draw --format svg printed no SVG"
+    fi
+    rc=0; PATH=/nonexistent "$trellis" --store "$store" runs draw r-1 --format svg >"$dir/nodot.out" 2>"$dir/nodot.err" || rc=$?
+    [[ $rc == 1 ]] || fail "svg without dot exited with $rc, not 1"
+    err nodot "dot"
+    t draw_missing 3 runs draw nope
+
+    # One node on its own, dry: an effect without a receipt or stub is refused, a stub answers
+    # it; nothing is written either way.
+    p gate4 0 run r-s --state '{"route":"gate"}'
+    seqs=$("$trellis" --store "$store" -o json runs history r-s | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["checkpoints"]))')
+    p stepdry 1 step r-s --node pay
+    err stepdry "pay"
+    p stepstub 0 -o json step r-s --node pay --effect 'pay={"paid":"stub"}'
+    j stepstub 'd["kind"] == "step" and not d["committed"] and d["next"] == {"kind": "goto", "node": "finish"} and d["effects"][0]["source"] == "stub" and d["state"]["paid"] == "stub"'
+    p stepbad 2 step r-s --node pay --effect 'pay={nope'
+    err stepbad "--effect pay"
+    t effects_s 0 -o json runs effects r-s
+    j effects_s 'd["effects"] == []'
+    t hist_s 0 -o json runs history r-s
+    j hist_s 'len(d["checkpoints"]) == '"$seqs"
+    ;;
+
+  bulk)
+    # Cancel a run that another process is advancing: requested, then seen by that process.
+    "$program" --store "$store" run r-slow --state '{"route":"loop"}' >"$dir/slow.out" 2>"$dir/slow.err" &
+    pids+=($!)
+    for ((i = 0; i < 100; ++i)); do
+      [[ $(status_of r-slow 2>/dev/null || true) == Running ]] && break
+      sleep 0.1
+    done
+    [[ $(status_of r-slow) == Running ]] || fail "r-slow did not start"
+    t cancel_live 0 -o json cancel r-slow --reason "operator test"
+    j cancel_live 'd["kind"] == "cancel" and d["request"] >= 1 and d["cancelled_now"] is False'
+    wait "${pids[0]}" || fail "the program advancing r-slow exited with $?"
+    pids=()
+    [[ $(status_of r-slow) == Cancelled ]] || fail "the running run was not cancelled"
+    t show 0 -o json runs show r-slow
+    j show 'd["cancel_requests"][0]["by"] == "tester" and d["cancel_requests"][0]["handled"]'
+    # Cancel a run nobody advances: cancelled now.
+    p gate 0 run r-q --state '{"route":"gate"}'
+    t cancel_now 0 -o json cancel r-q
+    j cancel_now 'd["cancelled_now"] is True and d["status"] == "Cancelled"'
+    # Bulk: --dry-run writes nothing; --yes acts.
+    p gate2 0 run r-w1 --state '{"route":"gate"}'
+    p gate3 0 run r-w2 --state '{"route":"gate"}'
+    t dry 0 -o json cancel --status WaitingApproval --dry-run
+    j dry 'd["kind"] == "cancel_many" and d["dry_run"] and [r["run_id"] for r in d["runs"]] == ["r-w1", "r-w2"]'
+    [[ $(status_of r-w1) == WaitingApproval ]] || fail "--dry-run cancelled"
+    t yes 0 -o json cancel --status WaitingApproval --yes
+    [[ $(status_of r-w1) == Cancelled && $(status_of r-w2) == Cancelled ]] || fail "--yes did not cancel"
+    # Delete and gc.
+    p done 0 run r-d --state '{"route":"finish"}'
+    t del 0 delete r-d
+    t del_again 3 delete r-d
+    t deldry 0 -o json delete --status Cancelled --dry-run
+    j deldry 'd["dry_run"] and len(d["runs"]) == 4'
+    p done2 0 run r-old --state '{"route":"finish"}'
+    t gcdry 0 -o json gc --finished-before 2200-01-01T00:00:00Z --dry-run
+    j gcdry '[r["run_id"] for r in d["runs"]] == ["r-old"]'
+    t gcnone 0 -o json gc --finished-before 1d --yes --keep-last 1
+    j gcnone 'd["runs"] == [] and d["keep_last"] == 1'
+    t gc 0 -o json gc --finished-before 2200-01-01T00:00:00Z --yes
+    t gone 3 runs show r-old
+    ;;
+
+  *)
+    echo "usage: $0 TRELLIS PROGRAM file|sqlite codes|story|bulk" >&2
+    exit 2
+    ;;
+esac
+echo "ok"
