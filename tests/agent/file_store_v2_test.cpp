@@ -570,3 +570,43 @@ TEST_CASE("file store: text that JSON escapes reads back through the index uncha
   REQUIRE(::stat(index.c_str(), &after) == 0);
   CHECK(before.st_ino == after.st_ino);
 }
+
+TEST_CASE("file store: listings stay right while two store objects commit and compact" *
+          doctest::test_suite("concurrency") * doctest::timeout(120)) {
+  Harness<FileStore> h;
+  const fs::path root = h.root();
+  h.store().create(cp("run-a", 0));
+  h.store().create(cp("run-b", 0));
+  constexpr std::uint64_t kCommits = 3000;  // enough for writers to compact the index
+  std::atomic<bool> done{false};
+  auto writer = [&](const std::string& id) {
+    FileStore store(root, unsynced());
+    for (std::uint64_t seq = 1; seq <= kCommits; ++seq) store.commit(cp(id, seq), seq - 1);
+  };
+  std::vector<std::string> problems;
+  std::thread lister([&] {
+    FileStore store(root, unsynced());
+    std::uint64_t last_a = 0, last_b = 0;
+    while (!done.load()) {
+      const std::vector<RunSummary> listed = store.list_runs({});
+      if (listed.size() != 2 || listed[0].seq < last_a || listed[1].seq < last_b) {
+        problems.push_back("a listing went back or lost a run");
+        return;
+      }
+      last_a = listed[0].seq;
+      last_b = listed[1].seq;
+    }
+  });
+  std::thread a(writer, "run-a");
+  std::thread b(writer, "run-b");
+  a.join();
+  b.join();
+  done = true;
+  lister.join();
+  CHECK(problems.empty());
+  const std::vector<RunSummary> listed = h.reopen().list_runs({});
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].seq == kCommits);
+  CHECK(listed[1].seq == kCommits);
+  CHECK(fs::file_size(root / "@index.jsonl") < (1u << 20) + 64 * 1024);
+}

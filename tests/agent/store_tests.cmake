@@ -60,3 +60,7 @@ target_compile_definitions(trellis_file_store_v2_tests PRIVATE
 add_dependencies(trellis_file_store_v2_tests trellis_store_lease_child)
 add_test(NAME trellis_file_store_v2_tests COMMAND trellis_file_store_v2_tests)
 set_tests_properties(trellis_file_store_v2_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+add_test(NAME trellis_file_store_v2_concurrency
+         COMMAND trellis_file_store_v2_tests --test-suite=concurrency)
+set_tests_properties(trellis_file_store_v2_concurrency PROPERTIES LABELS "agent;concurrency"
+                                                                  TIMEOUT 300)
