@@ -12,7 +12,9 @@
 
 #include "trellis/agent/file_store.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,9 +23,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <numeric>
+#include <unordered_map>
 #include <utility>
 
 #include <trellis/io/atomic_file.hpp>
+#include <trellis/io/checksum.hpp>
 #include <trellis/io/directory.hpp>
 #include <trellis/io/file_io.hpp>
 #include <trellis/io/file_lock.hpp>
@@ -49,6 +54,18 @@ constexpr const char* kEffects = "effects.jsonl";
 constexpr const char* kEvents = "events.jsonl";
 constexpr const char* kLease = "lease";
 constexpr const char* kCommitLock = "commit.lock";
+constexpr const char* kRequests = "requests.jsonl";
+// In the root: names that start with '@', which no run id can take.
+constexpr const char* kMarker = "@store.json";
+constexpr const char* kIndex = "@index.jsonl";
+constexpr const char* kIndexLock = "@index.lock";
+constexpr const char* kGraphs = "@graphs";
+constexpr std::string_view kFormat = "trellis.file_store";
+constexpr std::string_view kIndexFormat = "trellis.file_store.index";
+// A writer compacts the index once it holds more than twice its compacted size plus this.
+constexpr std::uint64_t kIndexSlack = 1u << 20;
+// A writer looks at the index's size every this many appends.
+constexpr unsigned kIndexCheckEvery = 64;
 // '~' is not allowed in run ids, so no run can ever be named like a directory being deleted.
 constexpr std::string_view kTrashPrefix = "~trash.";
 // Runs whose descriptors and cache are kept; beyond it, idle ones are closed (a long-lived
@@ -166,6 +183,7 @@ std::string encode_line(const nlohmann::json& record) {
 struct LinesRead {
   bool exists = false;
   FileStamp stamp;  // of the bytes read (size = bytes read)
+  FileStamp file;   // as fstat saw the file before reading (size = the file's)
   std::uint64_t valid_size = 0;
   bool torn = false;
   std::size_t records = 0;
@@ -190,6 +208,7 @@ LinesRead read_lines(const Directory& dir, const char* name, const fs::path& pat
   if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
   out.exists = true;
   out.stamp = stamp_of(st);
+  out.file = out.stamp;
   out.stamp.size = text.size();
   const trellis::detail::LineScan scan =
       trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t number) {
@@ -209,13 +228,38 @@ LinesRead read_lines(const Directory& dir, const char* name, const fs::path& pat
   return out;
 }
 
+// When the run whose journal starts with `record` (applied to `decoder`) was created: the
+// "run_created_at" a keep_last rewrite puts on the first kept line, else that checkpoint's time.
+std::string first_created_at(const nlohmann::json& record, const detail::CheckpointDecoder& d) {
+  if (auto it = record.find("run_created_at"); it != record.end() && it->is_string())
+    return it->get<std::string>();
+  const auto& cp = d.current_json();
+  if (auto it = cp.find("created_at"); it != cp.end() && it->is_string())
+    return it->get<std::string>();
+  return {};
+}
+
+// What the first line of a journal says of the run's creation.
+struct JournalStart {
+  std::string created_at;  // first_created_at
+  bool exact = false;      // the first line is checkpoint 0 or carries run_created_at
+};
+
 // Reads the journal of the run directory `dir` (`path` names it), applying each intact record
-// to `decoder` and then calling `visit(decoder, seq)` (return false to stop early).
+// to `decoder` and then calling `visit(decoder, seq)` (return false to stop early). `start`
+// (may be null) receives what the first line says of the run's creation.
 template <class Visit>
 LinesRead read_journal(const Directory& dir, const fs::path& path,
-                       detail::CheckpointDecoder& decoder, Visit&& visit) {
+                       detail::CheckpointDecoder& decoder, Visit&& visit,
+                       JournalStart* start = nullptr) {
+  bool first = true;
   return read_lines(dir, kJournal, path, [&](const nlohmann::json& record) {
     const std::uint64_t seq = decoder.apply(record);
+    if (first && start) {
+      start->created_at = first_created_at(record, decoder);
+      start->exact = seq == 0 || record.contains("run_created_at");
+    }
+    first = false;
     return visit(decoder, seq);
   });
 }
@@ -356,6 +400,7 @@ using FlockGuard = trellis::detail::FileLockGuard;
 struct LeaseAttempt {
   unique_fd fd;
   std::string holder;
+  bool missing = false;  // the run's directory does not exist (and `create` was false)
 };
 
 // What the lease file says: "epoch <n> <holder id>\n<pid> <owner>\n" while it is held,
@@ -394,14 +439,16 @@ LeaseFile parse_lease_file(const std::string& text) {
 }
 
 LeaseAttempt try_lease(const Directory& root, const Modes& modes, std::string_view id,
-                       const fs::path& dir, bool sync) {
+                       const fs::path& dir, bool sync, bool create = true) {
   const fs::path file = dir / kLease;
   for (int attempt = 0;; ++attempt) {
     Directory run;
-    open_run_directory(root, modes, id, dir, true, sync, run);
+    if (!open_run_directory(root, modes, id, dir, create, sync, run))
+      return {unique_fd(), {}, true};
     unique_fd fd;
     if (const int err = open_regular_rw(run, kLease, 0, modes.file, fd)) {
-      // The run was renamed away (retention) between mkdir and open: make it again.
+      // The run was renamed away (retention) between mkdir and open: make it again (or, without
+      // `create`, find it missing).
       if (err == ENOENT && attempt < 8) continue;
       fail(file, "open the lease file", err);
     }
@@ -481,9 +528,14 @@ struct FileStore::RunFiles {
   LineLog journal;
   std::uint64_t newest_seq = 0;
   detail::CheckpointEncoder encoder;
+  // When the run was created (its first checkpoint's time), as of journal.stamp.
+  std::string created_at;
   // effects.jsonl's records as of effect_log.stamp.
   LineLog effect_log;
   EffectList effects;
+  // requests.jsonl's newest id as of request_log.stamp.
+  LineLog request_log;
+  std::uint64_t last_request = 0;
 
   RunFiles(const Root& r, std::string run_id, fs::path shown, std::size_t every)
       : root(r),
@@ -491,13 +543,15 @@ struct FileStore::RunFiles {
         dir_path(std::move(shown)),
         journal(dir, kJournal, dir_path / kJournal, r.modes.file),
         encoder(every),
-        effect_log(dir, kEffects, dir_path / kEffects, r.modes.file) {}
+        effect_log(dir, kEffects, dir_path / kEffects, r.modes.file),
+        request_log(dir, kRequests, dir_path / kRequests, r.modes.file) {}
 
   // Drops everything opened in the run's directory (it was moved away or replaced).
   void reset() {
     lock_fd.close();
     journal.reset();
     effect_log.reset();
+    request_log.reset();
     events_fd.close();
     dir = Directory();
   }
@@ -553,8 +607,9 @@ struct FileStore::RunFiles {
     if (journal.cached && *now == journal.stamp) return true;
     journal.cached = false;
     detail::CheckpointDecoder decoder;
-    const LinesRead read =
-        read_journal(dir, journal.path, decoder, [](auto&, std::uint64_t) { return true; });
+    JournalStart start;
+    const LinesRead read = read_journal(
+        dir, journal.path, decoder, [](auto&, std::uint64_t) { return true; }, &start);
     if (!read.exists) return false;
     if (read.records == 0) {
       if (!read.torn) return false;  // empty
@@ -564,6 +619,7 @@ struct FileStore::RunFiles {
     journal.settle(read, sync);
     encoder.continue_after(decoder.current_json(), decoder.since_full());
     newest_seq = decoder.seq();
+    created_at = std::move(start.created_at);
     return true;
   }
 
@@ -595,24 +651,491 @@ struct FileStore::RunFiles {
     if (read.exists && (writer || !read.torn)) effect_log.settle(read, sync);
     return read.exists;
   }
+
+  // Brings `last_request` up to date with requests.jsonl (under commit.lock: a torn last line
+  // is cut). False when the file does not exist (no request was ever made).
+  bool refresh_requests(bool sync) {
+    const std::optional<FileStamp> now = request_log.current();
+    if (!now) {
+      last_request = 0;
+      request_log.stamp = {};
+      request_log.cached = false;
+      return false;
+    }
+    if (request_log.cached && *now == request_log.stamp) return true;
+    request_log.cached = false;
+    last_request = 0;
+    const LinesRead read =
+        read_lines(dir, kRequests, request_log.path, [&](const nlohmann::json& record) {
+          last_request = std::max(last_request, record.get<CancelRequest>().id);
+          return true;
+        });
+    if (read.exists) request_log.settle(read, sync);
+    return read.exists;
+  }
 };
 
+// --- the run index ------------------------------------------------------------------------
+
+namespace {
+
+// One line of the index: a run's summary and the stamp of its journal when it was written.
+struct IndexEntry {
+  FileStamp journal;
+  RunSummary summary;
+};
+
+// The stamp as the index keeps it (the device is left out: a store may be copied or mounted
+// elsewhere, which changes inodes anyway).
+bool same_journal(const FileStamp& a, const FileStamp& b) {
+  return a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns;
+}
+
+// One line of the index: a JSON array (compact, and cheap to read back: list_runs reads a line
+// per run), [ino, size, mtime_ns, run_id, status, reason, node, step, seq, created_at,
+// updated_at, fingerprint, request].
+std::string index_line(const RunSummary& s, const FileStamp& journal) {
+  const nlohmann::json j = {static_cast<std::uint64_t>(journal.ino),
+                            journal.size,
+                            journal.mtime_ns,
+                            s.run_id,
+                            enumeration<RunStatus>::name(s.status),
+                            enumeration<Reason>::name(s.reason),
+                            s.node,
+                            s.step,
+                            s.seq,
+                            s.created_at,
+                            s.updated_at,
+                            s.fingerprint,
+                            s.request};
+  return j.dump() + "\n";
+}
+
+// Reads index lines as index_line writes them. The fast path takes strings without escapes
+// (almost all of them); a line it cannot take goes through the JSON parser.
+class IndexLineReader {
+ public:
+  explicit IndexLineReader(std::string_view line)
+      : p_(line.data()), end_(line.data() + line.size()) {}
+
+  bool read(IndexEntry& out) {
+    std::uint64_t ino = 0;
+    std::string_view status, reason;
+    RunSummary& s = out.summary;
+    if (!(take('[') && number(ino) && take(',') && number(out.journal.size) && take(',') &&
+          signed_number(out.journal.mtime_ns) && take(',') && text(s.run_id) && take(',') &&
+          text(status) && take(',') && text(reason) && take(',') && text(s.node) && take(',') &&
+          number(s.step) && take(',') && number(s.seq) && take(',') && text(s.created_at) &&
+          take(',') && text(s.updated_at) && take(',') && text(s.fingerprint) && take(',') &&
+          text(s.request) && take(']') && p_ == end_))
+      return false;
+    out.journal.ino = static_cast<ino_t>(ino);
+    const auto st = enumeration<RunStatus>::from_name(status);
+    const auto re = enumeration<Reason>::from_name(reason);
+    if (!st || !re) return false;
+    s.status = *st;
+    s.reason = *re;
+    return true;
+  }
+
+ private:
+  bool take(char c) {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool number(std::uint64_t& out) {
+    if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
+    std::uint64_t n = 0;
+    while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
+      const auto digit = static_cast<std::uint64_t>(*p_ - '0');
+      if (n > (UINT64_MAX - digit) / 10) return false;
+      n = n * 10 + digit;
+      ++p_;
+    }
+    out = n;
+    return true;
+  }
+  bool signed_number(std::int64_t& out) {
+    const bool negative = take('-');
+    std::uint64_t n = 0;
+    if (!number(n) || n > static_cast<std::uint64_t>(INT64_MAX)) return false;
+    out = negative ? -static_cast<std::int64_t>(n) : static_cast<std::int64_t>(n);
+    return true;
+  }
+  bool text(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* start = p_;
+    while (p_ != end_ && *p_ != '"') {
+      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;  // the slow path
+      ++p_;
+    }
+    if (p_ == end_) return false;
+    out = std::string_view(start, static_cast<std::size_t>(p_ - start));
+    ++p_;
+    return true;
+  }
+  bool text(std::string& out) {
+    std::string_view v;
+    if (!text(v)) return false;
+    out.assign(v);
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+// The JSON parser's reading of an index line (escaped strings).
+bool parse_index_line_slowly(std::string_view line, IndexEntry& out) {
+  nlohmann::json j;
+  if (trellis::detail::parse_json(line, j) || !j.is_array() || j.size() != 13) return false;
+  try {
+    out.journal.ino = static_cast<ino_t>(j[0].get<std::uint64_t>());
+    out.journal.size = j[1].get<std::uint64_t>();
+    out.journal.mtime_ns = j[2].get<std::int64_t>();
+    RunSummary& s = out.summary;
+    s.run_id = j[3].get<std::string>();
+    const auto st = enumeration<RunStatus>::from_name(j[4].get<std::string>());
+    const auto re = enumeration<Reason>::from_name(j[5].get<std::string>());
+    if (!st || !re) return false;
+    s.status = *st;
+    s.reason = *re;
+    s.node = j[6].get<std::string>();
+    s.step = j[7].get<std::uint64_t>();
+    s.seq = j[8].get<std::uint64_t>();
+    s.created_at = j[9].get<std::string>();
+    s.updated_at = j[10].get<std::string>();
+    s.fingerprint = j[11].get<std::string>();
+    s.request = j[12].get<std::string>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// Parses one index line; false for the header, a damaged line or one of another shape (the
+// index is a cache: what it cannot use is read from the journals instead).
+bool parse_index_line(std::string_view line, IndexEntry& out) {
+  if (line.empty() || line.front() != '[') return false;
+  if (!IndexLineReader(line).read(out) && !parse_index_line_slowly(line, out)) return false;
+  return valid_run_id(out.summary.run_id);
+}
+
+std::string index_header(std::uint64_t body_bytes) {
+  nlohmann::json j = {{"format", kIndexFormat}, {"compacted_bytes", body_bytes}};
+  return j.dump() + "\n";
+}
+
+// The compacted size a header line states; 0 when `text` does not start with one.
+std::uint64_t parse_index_header(std::string_view text) {
+  const std::size_t end = text.find('\n');
+  if (end == std::string_view::npos) return 0;
+  nlohmann::json j;
+  if (trellis::detail::parse_json(text.substr(0, end), j) || !j.is_object()) return 0;
+  const auto format = j.find("format");
+  const auto bytes = j.find("compacted_bytes");
+  if (format == j.end() || *format != kIndexFormat || bytes == j.end() ||
+      !bytes->is_number_unsigned())
+    return 0;
+  return bytes->get<std::uint64_t>();
+}
+
+// flock(2) with EINTR retried; 0 or an errno.
+int flock_retry(int fd, int how) noexcept {
+  int r = 0;
+  do {
+    r = ::flock(fd, how);
+  } while (r != 0 && errno == EINTR);
+  return r == 0 ? 0 : errno;
+}
+
+// The run's summary read from its journal (`old`: the index's stale entry, if any, for the
+// creation time of a journal whose first checkpoints retention removed before run_created_at
+// existed); nullopt when the run has no complete checkpoint (it is being created, or gone).
+std::optional<IndexEntry> read_run_entry(const Directory& root, const Modes& modes,
+                                         const std::string& id, const fs::path& shown,
+                                         const IndexEntry* old) {
+  Directory dir;
+  if (!open_run_directory(root, modes, id, shown, false, false, dir)) return std::nullopt;
+  detail::CheckpointDecoder decoder;
+  JournalStart start;
+  const LinesRead read = read_journal(
+      dir, shown / kJournal, decoder, [](auto&, std::uint64_t) { return true; }, &start);
+  if (!read.exists || decoder.empty()) return std::nullopt;
+  std::string created_at = std::move(start.created_at);
+  if (!start.exact && old) created_at = old->summary.created_at;
+  // The file's stamp as stat'd: a torn tail (ignored by readers) keeps the entry valid until
+  // a writer cuts it.
+  return IndexEntry{read.file, summarize(decoder.current(), std::move(created_at))};
+}
+
+}  // namespace
+
+// The index's descriptors for appending (shared by the threads of this store, under `m`) and
+// when a writer found it due for compaction.
+struct FileStore::Index {
+  std::mutex m;
+  unique_fd lock_fd;            // @index.lock, flock'd shared around each append
+  unique_fd fd;                 // @index.jsonl, O_APPEND
+  std::uint64_t compacted = 0;  // the size its header states (0: none)
+  unsigned appends = 0;
+  std::atomic<bool> due{false};
+
+  // Appends a run's line (under the shared flock, no fsync: the index is a cache, so a line
+  // lost or torn by a crash costs one journal read later). Never throws: the commit it follows
+  // is durable already, and a missing line is harmless.
+  void append(const Root& root, const std::string& line) noexcept {
+    try {
+      std::lock_guard lock(m);
+      if (!lock_fd && open_regular_rw(root.dir, kIndexLock, 0, root.modes.file, lock_fd) != 0)
+        return;
+      if (flock_retry(lock_fd.get(), LOCK_SH) != 0) return;
+      FlockGuard unlock(lock_fd.get());
+      if (fd && !same_entry(fd.get(), root.dir, kIndex)) fd.close();  // compacted meanwhile
+      if (!fd) {
+        if (root.dir.open_file(kIndex, O_RDWR | O_APPEND | O_CREAT, root.modes.file, fd) != 0)
+          return;
+        char head[512];
+        const ssize_t n = ::pread(fd.get(), head, sizeof head, 0);
+        compacted =
+            n > 0 ? parse_index_header(std::string_view(head, static_cast<std::size_t>(n))) : 0;
+        appends = 0;
+      }
+      if (trellis::detail::write_all(fd.get(), line) != 0) return;
+      if (++appends % kIndexCheckEvery == 0) {
+        struct stat st {};
+        if (::fstat(fd.get(), &st) == 0 &&
+            static_cast<std::uint64_t>(st.st_size) > 2 * compacted + kIndexSlack)
+          due = true;
+      }
+    } catch (...) {
+    }
+  }
+};
+
+// Every run's summary (sorted by run id) and what the index looked like.
+struct FileStore::Listing {
+  std::vector<IndexEntry> runs;
+  bool index_exists = false;
+  std::size_t index_lines = 0;
+  std::size_t stale = 0;  // runs read from their journal (no usable line, or a stale one)
+};
+
+FileStore::Listing FileStore::collect(bool use_index) {
+  Listing out;
+  const Directory& root = root_dir_->dir;
+  std::unordered_map<std::string, IndexEntry> entries;
+  if (use_index) {
+    unique_fd fd;
+    const int err = root.open_regular(kIndex, fd);
+    if (err != 0 && err != ENOENT) fail(root_ / kIndex, "open", err);
+    if (err == 0) {
+      std::string text;
+      if (const int r = trellis::detail::read_all(fd.get(), text)) fail(root_ / kIndex, "read", r);
+      out.index_exists = true;
+      entries.reserve(text.size() / 256 + 16);
+      IndexEntry entry;
+      trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t) {
+        ++out.index_lines;
+        if (parse_index_line(line, entry)) {
+          std::string id = entry.summary.run_id;
+          entries.insert_or_assign(std::move(id), std::move(entry));
+        }
+        return true;
+      });
+    }
+  }
+  // The runs are the directories of the root that hold a journal: the index only says what
+  // they hold, and only while their journal is as it recorded.
+  const int dup = ::openat(root.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup < 0) fail(root_, "open", errno);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup), &::closedir);
+  if (!d) {
+    const int err = errno;
+    ::close(dup);
+    fail(root_, "list", err);
+  }
+  std::string rel;
+  for (;;) {
+    errno = 0;
+    const dirent* e = ::readdir(d.get());
+    if (!e) {
+      if (errno != 0) fail(root_, "list", errno);
+      break;
+    }
+    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
+    const std::string_view name(e->d_name);
+    if (name.starts_with('@') || name.starts_with('~') || name.starts_with('.') ||
+        !valid_run_id(name))
+      continue;
+    struct stat st {};
+    if (e->d_type == DT_UNKNOWN &&
+        (::fstatat(root.fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)))
+      continue;
+    rel.assign(name).append("/").append(kJournal);
+    if (::fstatat(root.fd(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size == 0)
+      continue;
+    const std::string id(name);
+    const auto it = entries.find(id);
+    if (it != entries.end() && same_journal(it->second.journal, stamp_of(st))) {
+      out.runs.push_back(std::move(it->second));
+      continue;
+    }
+    ++out.stale;
+    std::optional<IndexEntry> read = read_run_entry(root, root_dir_->modes, id, root_ / id,
+                                                    it == entries.end() ? nullptr : &it->second);
+    if (read) out.runs.push_back(std::move(*read));
+  }
+  std::sort(out.runs.begin(), out.runs.end(), [](const IndexEntry& a, const IndexEntry& b) {
+    return a.summary.run_id < b.summary.run_id;
+  });
+  return out;
+}
+
+FileStore::Listing FileStore::compact() {
+  const Directory& root = root_dir_->dir;
+  unique_fd lock_fd;
+  if (const int err = open_regular_rw(root, kIndexLock, 0, root_dir_->modes.file, lock_fd))
+    fail(root_ / kIndexLock, "open", err);
+  if (const int err = flock_retry(lock_fd.get(), LOCK_EX)) fail(root_ / kIndexLock, "flock", err);
+  FlockGuard unlock(lock_fd.get());
+  Listing out = collect(true);
+  std::string body;
+  body.reserve(out.runs.size() * 320);
+  for (const IndexEntry& e : out.runs) body += index_line(e.summary, e.journal);
+  std::string text = index_header(body.size());
+  text += body;
+  replace_file(root, root_, kIndex, text, root_dir_->modes.file, options_.sync);
+  index_->due = false;
+  out.index_exists = true;
+  out.index_lines = out.runs.size() + 1;
+  out.stale = 0;
+  return out;
+}
+
+// --- opening ----------------------------------------------------------------------------------
+
 FileStore::FileStore(fs::path root, FileStoreOptions options)
-    : root_(std::move(root)), options_(options), root_dir_(std::make_unique<Root>()) {
+    : root_(std::move(root)),
+      options_(options),
+      root_dir_(std::make_unique<Root>()),
+      index_(std::make_unique<Index>()) {
   root_dir_->modes = Modes::from_file_mode(static_cast<mode_t>(options_.file_mode),
                                            "file store '" + root_.string() + "'");
-  // The root (and the path to it) may go through links: resolved here, once.
-  if (const int err = root_dir_->dir.open(root_, true, root_dir_->modes))
+  open_root();
+}
+
+void FileStore::open_root() {
+  const bool read_only = options_.read_only;
+  auto not_store = [&](const std::string& why) {
+    throw not_a_store("trellis: " + root_.string() + " is not a trellis store: " + why);
+  };
+  // The root (and the path to it) may go through links: resolved here, once. Read-only, a
+  // missing root is not made.
+  if (const int err = root_dir_->dir.open(root_, !read_only, root_dir_->modes)) {
+    if (read_only && err == ENOENT) not_store("nothing is there");
+    if (read_only && err == ENOTDIR) not_store("it is not a directory");
     throw store_error("trellis: file store: cannot use '" + root_.string() +
                       "' as its root: " + reason(root_, err));
+  }
+  const Directory& root = root_dir_->dir;
+  const fs::path marker = root_ / kMarker;
+
+  // The marker, if any.
+  std::optional<std::uint64_t> marked;
+  {
+    unique_fd fd;
+    const int err = root.open_regular(kMarker, fd);
+    if (err == EINVAL || err == ELOOP) not_store(std::string(kMarker) + " is not a regular file");
+    if (err != 0 && err != ENOENT) fail(marker, "open", err);
+    if (err == 0) {
+      std::string text;
+      if (const int r = trellis::detail::read_all(fd.get(), text)) fail(marker, "read", r);
+      nlohmann::json j;
+      if (auto refusal = trellis::detail::parse_json(text, j))
+        not_store(std::string(kMarker) + " does not parse: " + refusal->detail);
+      const auto format = j.is_object() ? j.find("format") : j.end();
+      if (!j.is_object() || format == j.end() || !format->is_string())
+        not_store(std::string(kMarker) + " names no format");
+      if (*format != kFormat)
+        not_store(std::string(kMarker) + " is the marker of another format ('" +
+                  format->get<std::string>() + "')");
+      const auto version = j.find("version");
+      if (version == j.end() || !version->is_number_unsigned() ||
+          version->get<std::uint64_t>() == 0)
+        not_store(std::string(kMarker) + " holds no version");
+      marked = version->get<std::uint64_t>();
+      if (*marked > static_cast<std::uint64_t>(format_version))
+        throw store_error("trellis: file store '" + root_.string() + "': " + marker.string() +
+                          " says layout version " + std::to_string(*marked) +
+                          ", newer than this build reads (version " +
+                          std::to_string(format_version) +
+                          "); open it with a newer trellis (nothing was changed)");
+    }
+  }
+
+  // No marker: a store of the previous release (run directories), an empty root, or
+  // something else.
+  bool empty = false;
+  if (!marked) {
+    bool runs = false, foreign = false;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root.path(), ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with('@') || name.starts_with(kTrashPrefix)) continue;  // ours
+      struct stat st {};
+      bool run = valid_run_id(name) &&
+                 ::fstatat(root.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISDIR(st.st_mode);
+      if (run) {
+        run = false;
+        for (const char* file : {kJournal, kLease, kCommitLock})
+          run = run ||
+                ::fstatat(root.fd(), (name + "/" + file).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+      }
+      if (run) {
+        runs = true;
+        break;
+      }
+      foreign = true;
+    }
+    if (ec)
+      throw store_error("trellis: file store: cannot list '" + root_.string() +
+                        "': " + ec.message());
+    if (!runs && foreign)
+      not_store("it holds files that are not a store's (no " + std::string(kMarker) +
+                ", no run directories)");
+    if (!runs && read_only) not_store("it is empty");
+    empty = !runs;
+    marked = empty ? format_version : 1;
+  }
+  version_ = static_cast<int>(*marked);
+  if (read_only) return;
+
+  // Writable: a new store gets its marker; a version 1 store its index, then its marker.
+  if (version_ < format_version) compact();
+  if (version_ < format_version || empty) {
+    const std::string text = "{\"format\":\"" + std::string(kFormat) +
+                             "\",\"version\":" + std::to_string(format_version) + "}\n";
+    replace_file(root, root_, kMarker, text, root_dir_->modes.file, options_.sync);
+    version_ = format_version;
+  }
   // Finish deletions that a crash interrupted.
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root_dir_->dir.path(), ec)) {
+  for (const auto& entry : fs::directory_iterator(root.path(), ec)) {
     if (entry.path().filename().string().starts_with(kTrashPrefix)) {
       std::error_code ignored;
       fs::remove_all(entry.path(), ignored);
     }
   }
+}
+
+void FileStore::refuse_write(std::string_view what) const {
+  if (options_.read_only)
+    throw store_error("trellis: file store '" + root_.string() + "' was opened read-only: cannot " +
+                      std::string(what));
 }
 
 FileStore::~FileStore() = default;
@@ -667,6 +1190,11 @@ class FileStore::Write final : public detail::RunWrite {
     replace_file(rf_->dir, rf_->dir_path, kJournal, line, store_.root_dir_->modes.file,
                  store_.options_.sync);
     rf_->journal.reset();
+    rf_->created_at = first.created_at;
+    struct stat st {};
+    if (::fstatat(rf_->dir.fd(), kJournal, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      store_.index_->append(*store_.root_dir_,
+                            index_line(summarize(first, first.created_at), stamp_of(st)));
   }
 
   void append(const Checkpoint& next) override {
@@ -679,6 +1207,8 @@ class FileStore::Write final : public detail::RunWrite {
     }
     rf_->journal.append(line, store_.options_.sync, false);
     rf_->newest_seq = next.seq;
+    store_.index_->append(*store_.root_dir_,
+                          index_line(summarize(next, rf_->created_at), rf_->journal.stamp));
   }
 
   void put_effect(const EffectRecord& record) override {
@@ -686,6 +1216,16 @@ class FileStore::Write final : public detail::RunWrite {
     const bool exists = rf_->refresh_effects(true, store_.options_.sync);
     rf_->effect_log.append(line, store_.options_.sync, /*create=*/!exists);
     rf_->effects.put(record);
+  }
+
+  std::uint64_t append_cancel_request(const CancelRequest& request) override {
+    const bool exists = rf_->refresh_requests(store_.options_.sync);
+    CancelRequest numbered = request;
+    numbered.id = rf_->last_request + 1;
+    const std::string line = encode_line(nlohmann::json(numbered));
+    rf_->request_log.append(line, store_.options_.sync, /*create=*/!exists);
+    rf_->last_request = numbered.id;
+    return numbered.id;
   }
 
  private:
@@ -697,18 +1237,45 @@ class FileStore::Write final : public detail::RunWrite {
 
 void FileStore::write_run(std::string_view run_id, detail::WriteKind kind,
                           detail::RunBody<detail::RunWrite> body) {
+  switch (kind) {
+    case detail::WriteKind::create:
+      refuse_write("create a run");
+      break;
+    case detail::WriteKind::commit:
+      refuse_write("commit");
+      break;
+    case detail::WriteKind::put_effect:
+      refuse_write("put an effect record");
+      break;
+    case detail::WriteKind::renew:
+      refuse_write("renew a lease");
+      break;
+    case detail::WriteKind::request:
+      refuse_write("request a cancellation");
+      break;
+  }
   if (kind == detail::WriteKind::renew) {
     run_directory(run_id);
     Write run(*this, nullptr, run_id, false);
     body(run);
     return;
   }
-  auto rf = files(run_id);
-  std::lock_guard lock(rf->m);
-  auto guard = rf->lock(kind == detail::WriteKind::create, options_.sync);
-  const bool exists = guard && rf->refresh(true, options_.sync);
-  Write run(*this, rf.get(), run_id, exists);
-  body(run);
+  {
+    auto rf = files(run_id);
+    std::lock_guard lock(rf->m);
+    auto guard = rf->lock(kind == detail::WriteKind::create, options_.sync);
+    const bool exists = guard && rf->refresh(true, options_.sync);
+    Write run(*this, rf.get(), run_id, exists);
+    body(run);
+  }
+  // The index outgrew its bound: compacted here, outside the run's locks (a cache: a failure
+  // leaves it as it was).
+  if (index_->due.exchange(false)) {
+    try {
+      compact();
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 std::optional<Checkpoint> FileStore::read_latest(std::string_view run_id) {
@@ -778,6 +1345,7 @@ std::vector<std::string> FileStore::runs() {
 
 std::optional<Lease> FileStore::take_lease(std::string_view run_id, std::string_view owner,
                                            std::string& holder) {
+  refuse_write("take a lease");
   const fs::path dir = run_directory(run_id);
   LeaseAttempt attempt = try_lease(root_dir_->dir, root_dir_->modes, run_id, dir, options_.sync);
   if (!attempt.fd) {
@@ -836,6 +1404,7 @@ void FileStore::write_event(std::string_view run_id, const nlohmann::json& event
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: file store: an event cannot be encoded: ") + e.what());
   }
+  refuse_write("append an event");
   auto rf = files(run_id);
   std::lock_guard lock(rf->m);
   auto guard = rf->lock(false, options_.sync);
@@ -893,6 +1462,7 @@ std::vector<nlohmann::json> FileStore::read_events(std::string_view run_id) {
 }
 
 void FileStore::retain(const detail::RetentionPlan& retention) {
+  refuse_write("apply retention");
   const std::string& cutoff = retention.finished_before;
   for (const std::string& id : runs()) {
     const fs::path dir = root_ / id;
@@ -900,8 +1470,8 @@ void FileStore::retain(const detail::RetentionPlan& retention) {
     if (!cutoff.empty()) {
       const std::optional<Checkpoint> newest = read_latest(id);
       if (newest && terminal(newest->status) && newest->created_at < cutoff) {
-        LeaseAttempt lease = try_lease(root, root_dir_->modes, id, dir, options_.sync);
-        if (!lease.fd) continue;  // someone is looking at it: next time
+        LeaseAttempt lease = try_lease(root, root_dir_->modes, id, dir, options_.sync, false);
+        if (!lease.fd) continue;  // someone is looking at it (or it is gone): next time
         const std::string trash_name = std::string(kTrashPrefix) + id + "." +
                                        std::to_string(::getpid()) + "." +
                                        std::to_string(trash_counter.fetch_add(1));
@@ -927,20 +1497,211 @@ void FileStore::retain(const detail::RetentionPlan& retention) {
     if (!guard || !rf->refresh(true, options_.sync)) continue;
     detail::CheckpointDecoder decoder;
     std::vector<Checkpoint> all;
-    read_journal(rf->dir, rf->journal.path, decoder,
-                 [&](const detail::CheckpointDecoder& d, std::uint64_t) {
-                   all.push_back(d.current());
-                   return true;
-                 });
+    JournalStart start;
+    read_journal(
+        rf->dir, rf->journal.path, decoder,
+        [&](const detail::CheckpointDecoder& d, std::uint64_t) {
+          all.push_back(d.current());
+          return true;
+        },
+        &start);
     if (all.size() <= retention.keep_last) continue;
     detail::CheckpointEncoder encoder(options_.snapshot_every);
     std::string text;
     for (auto it = all.end() - static_cast<std::ptrdiff_t>(retention.keep_last); it != all.end();
-         ++it)
-      text += encode_line(encoder.encode(*it));
+         ++it) {
+      nlohmann::json record = encoder.encode(*it);
+      // The first kept line remembers when the run was created (its summary's created_at).
+      if (text.empty()) record["run_created_at"] = start.created_at;
+      text += encode_line(record);
+    }
     replace_file(rf->dir, rf->dir_path, kJournal, text, root_dir_->modes.file, options_.sync);
     rf->journal.reset();
+    struct stat st {};
+    if (::fstatat(rf->dir.fd(), kJournal, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      index_->append(*root_dir_, index_line(summarize(all.back(), start.created_at), stamp_of(st)));
   }
+}
+
+std::vector<StoredEvent> FileStore::read_events_after(std::string_view run_id,
+                                                      std::uint64_t after_seq) {
+  const fs::path dir_path = run_directory(run_id);
+  const fs::path path = dir_path / kEvents;
+  Directory dir;
+  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
+    return {};
+  unique_fd fd;
+  if (const int err = dir.open_regular(kEvents, fd)) {
+    if (err == ENOENT) return {};
+    fail(path, "open", err);
+  }
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  // An event's position is its line number: lines are only ever appended (a torn last line,
+  // never counted, is cut before the next append), so positions never move.
+  std::vector<StoredEvent> out;
+  trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t number) {
+    if (number <= after_seq) return true;
+    StoredEvent event{number, {}};
+    if (auto refusal = trellis::detail::parse_json(line, event.event))
+      corrupt(path, number, refusal->detail);
+    out.push_back(std::move(event));
+    return true;
+  });
+  return out;
+}
+
+std::vector<CancelRequest> FileStore::read_cancel_requests(std::string_view run_id,
+                                                           std::uint64_t after) {
+  // The run loop asks between every two steps: a run without requests costs one fstatat.
+  const std::string relative = std::string(run_id) + "/" + kRequests;
+  struct stat st {};
+  if (::fstatat(root_dir_->dir.fd(), relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return {};
+    fail(root_ / relative, "stat", errno);
+  }
+  const fs::path dir_path = run_directory(run_id);
+  Directory dir;
+  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
+    return {};
+  std::vector<CancelRequest> out;
+  read_lines(dir, kRequests, dir_path / kRequests, [&](const nlohmann::json& record) {
+    CancelRequest request = record.get<CancelRequest>();
+    if (request.id > after) out.push_back(std::move(request));
+    return true;
+  });
+  return out;
+}
+
+std::vector<RunSummary> FileStore::read_summaries(const RunFilter& filter) {
+  const bool indexed = version_ >= 2;
+  Listing listing = collect(indexed);
+  // A writable store repairs its index when the listing had to read journals, or when the
+  // index holds far more lines than runs (deleted runs, many commits).
+  if (indexed && !options_.read_only &&
+      (listing.stale > 0 || !listing.index_exists ||
+       listing.index_lines > 2 * listing.runs.size() + 1024 || index_->due))
+    listing = compact();
+  std::vector<RunSummary> out;
+  for (IndexEntry& e : listing.runs)
+    if (filter.matches(e.summary)) out.push_back(std::move(e.summary));
+  return out;
+}
+
+bool FileStore::erase_run(std::string_view run_id) {
+  refuse_write("delete a run");
+  const fs::path dir = run_directory(run_id);
+  const std::string id(run_id);
+  const Directory& root = root_dir_->dir;
+  {
+    Directory run;
+    if (!open_run_directory(root, root_dir_->modes, run_id, dir, false, false, run)) return false;
+    struct stat st {};
+    if (::fstatat(run.fd(), kJournal, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size == 0)
+      return false;
+  }
+  // The lease (any holder, this process's included, keeps the run) and then commit.lock (a
+  // write in flight finishes first; the next finds the run gone).
+  LeaseAttempt lease = try_lease(root, root_dir_->modes, run_id, dir, options_.sync, false);
+  if (lease.missing) return false;
+  if (!lease.fd)
+    throw run_busy("trellis: run '" + id + "' cannot be deleted: it is being advanced by " +
+                   lease.holder);
+  auto rf = files(run_id);
+  const std::string trash_name = std::string(kTrashPrefix) + id + "." + std::to_string(::getpid()) +
+                                 "." + std::to_string(trash_counter.fetch_add(1));
+  {
+    std::lock_guard lock(rf->m);
+    auto guard = rf->lock(false, options_.sync);
+    if (!guard || !rf->journal.current()) {
+      release_lease_fd(lease.fd.release());
+      return false;
+    }
+    if (const int err = root.rename(id, trash_name)) fail(dir, "move aside", err);
+    if (options_.sync) {
+      if (const int err = root.sync()) fail(root_, "fsync the directory", err);
+    }
+    guard.reset();  // unlocks commit.lock before its descriptor is closed
+    rf->reset();
+  }
+  release_lease_fd(lease.fd.release());
+  forget(id);
+  std::error_code ec;
+  fs::remove_all(root.path() / trash_name,
+                 ec);  // the run is gone already; leftovers are removed at the next open
+  return true;
+}
+
+namespace {
+
+std::string graph_file(std::string_view fingerprint) {
+  std::string name;
+  trellis::detail::sha256_hex_into(fingerprint, name);
+  return name + ".json";
+}
+
+}  // namespace
+
+void FileStore::write_graph(const GraphShape& shape) {
+  refuse_write("store a graph shape");
+  std::string text;
+  try {
+    text = nlohmann::json(shape).dump() + "\n";
+  } catch (const nlohmann::json::exception& e) {
+    throw store_error(std::string("trellis: file store: a graph shape cannot be encoded: ") +
+                      e.what());
+  }
+  const fs::path dir_path = root_ / kGraphs;
+  const std::string name = graph_file(shape.fingerprint);
+  Directory dir;
+  for (int attempt = 0;; ++attempt) {
+    int err = root_dir_->dir.open_directory(kGraphs, dir);
+    if (err == 0) break;
+    if (err != ENOENT || attempt > 0) fail(dir_path, "open", err);
+    err = root_dir_->dir.make_directory(kGraphs, root_dir_->modes.directory);
+    if (err != 0 && err != EEXIST) fail(dir_path, "create", err);
+    if (err == 0 && options_.sync) {
+      if (const int s = root_dir_->dir.sync()) fail(root_, "fsync the directory", s);
+    }
+  }
+  // run() puts its graph's shape at every start: the same shape is not written again.
+  {
+    unique_fd fd;
+    if (dir.open_regular(name, fd) == 0) {
+      std::string old;
+      if (trellis::detail::read_all(fd.get(), old) == 0 && old == text) return;
+    }
+  }
+  replace_file(dir, dir_path, name.c_str(), text, root_dir_->modes.file, options_.sync);
+}
+
+std::optional<GraphShape> FileStore::read_graph(std::string_view fingerprint) {
+  const fs::path dir_path = root_ / kGraphs;
+  Directory dir;
+  if (const int err = root_dir_->dir.open_directory(kGraphs, dir)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(dir_path, "open", err);
+  }
+  const std::string name = graph_file(fingerprint);
+  const fs::path path = dir_path / name;
+  unique_fd fd;
+  if (const int err = dir.open_regular(name, fd)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(path, "open", err);
+  }
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  nlohmann::json j;
+  if (auto refusal = trellis::detail::parse_json(text, j)) corrupt(path, 1, refusal->detail);
+  GraphShape shape;
+  try {
+    from_json(j, shape);
+  } catch (const store_error& e) {
+    corrupt(path, 1, e.what());
+  }
+  if (shape.fingerprint != fingerprint)
+    corrupt(path, 1, "it holds the shape of another fingerprint ('" + shape.fingerprint + "')");
+  return shape;
 }
 
 }  // namespace trellis::agent

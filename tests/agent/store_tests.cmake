@@ -50,3 +50,20 @@ add_test(NAME trellis_store_operations_concurrency
 set_tests_properties(trellis_store_operations_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 set_tests_properties(trellis_store_operations_concurrency PROPERTIES LABELS "agent;concurrency"
                                                                      TIMEOUT 300)
+
+# FileStore layout version 2 (issue 14): the upgrade of the checked-in version 1 fixture, the
+# read-only open, the run index, cancel requests, delete_run, events_after, graph shapes.
+trellis_add_test_executable(trellis_file_store_v2_tests LAYERS agent
+  ${CMAKE_CURRENT_LIST_DIR}/file_store_v2_test.cpp)
+target_link_libraries(trellis_file_store_v2_tests PRIVATE trellis::sqlite OpenSSL::Crypto
+                                                          SQLite::SQLite3)
+target_compile_definitions(trellis_file_store_v2_tests PRIVATE
+  TRELLIS_STORE_LEASE_CHILD="$<TARGET_FILE:trellis_store_lease_child>"
+  TRELLIS_AGENT_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+add_dependencies(trellis_file_store_v2_tests trellis_store_lease_child)
+add_test(NAME trellis_file_store_v2_tests COMMAND trellis_file_store_v2_tests)
+set_tests_properties(trellis_file_store_v2_tests PROPERTIES LABELS "agent" TIMEOUT 300)
+add_test(NAME trellis_file_store_v2_concurrency
+         COMMAND trellis_file_store_v2_tests --test-suite=concurrency)
+set_tests_properties(trellis_file_store_v2_concurrency PROPERTIES LABELS "agent;concurrency"
+                                                                  TIMEOUT 300)
