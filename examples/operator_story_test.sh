@@ -86,6 +86,19 @@ x paid 0 "$refund" "$world" resume r-6
 has paid "done: refund rf-1 of 60.00 paid, receipt $world/receipts/r-6.txt, customer notified"
 [[ $(wc -l <"$world/payments.ledger") == 1 ]] || fail "the refund was paid again"
 
+# One node on its own: a dry step of the refund node pays nothing. Without a stub the refund is
+# refused (exit 1, naming the effect); with one, the step answers from it; the ledger and the run
+# are as they were.
+x big 0 "$refund" "$world" start r-7 150
+x appr 0 "$trellis" --store "$world/runs" approve r-7 --request \
+  "$(field "$world/runs" r-7 'd["request"]["id"]')" --as ana
+before=$(field "$world/runs" r-7 'd["run"]')
+x dry 1 "$refund" "$world" step r-7 --node refund
+has dry "refund"
+x stub 0 "$refund" "$world" step r-7 --node refund --effect 'refund={"refund_id":"rf-stub"}'
+[[ $(wc -l <"$world/payments.ledger") == 1 ]] || fail "a dry step paid"
+[[ $(field "$world/runs" r-7 'd["run"]') == "$before" ]] || fail "a dry step changed the run"
+
 # Cancel a run that another process is advancing: the request is committed, that process sees
 # it between steps and stops the run (Cancelled, resumable).
 "$drr" --store "$dir/slow" --slow >"$dir/slow.out" 2>&1 &

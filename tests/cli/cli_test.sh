@@ -197,6 +197,28 @@ case $mode in
     t fork_onto 4 fork r-done --at 0 --as r-gate
     p resume_waiting 4 resume r-exp
     err resume_waiting "r-exp"
+    # 1: a store of a newer format is refused, named, and left as it was (read or write).
+    newer=$dir/newer
+    if [[ $kind == sqlite ]]; then
+      cp "$dir/runs.db" "$newer.db"
+      python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE trellis_schema SET version = 99"); c.commit(); c.close()' "$newer.db"
+      newer_spec=sqlite:$newer.db
+      snapshot() { sha256sum "$newer.db"; }
+    else
+      cp -r "$dir/runs" "$newer"
+      python3 -c 'import json, sys; p = sys.argv[1] + "/@store.json"; d = json.load(open(p)); d["version"] = 99; open(p, "w").write(json.dumps(d))' "$newer"
+      newer_spec=$newer
+      snapshot() { (cd "$newer" && find . -type f -exec sha256sum {} + | sort; find . | sort); }
+    fi
+    before=$(snapshot)
+    rc=0; "$trellis" --store "$newer_spec" runs ls >"$dir/newer.out" 2>"$dir/newer.err" || rc=$?
+    [[ $rc == 1 ]] || fail "a newer store exited with $rc, not 1"
+    err newer "99"
+    rc=0; "$trellis" --store "$newer_spec" cancel r-gate >"$dir/newerw.out" 2>"$dir/newerw.err" || rc=$?
+    [[ $rc == 1 ]] || fail "a write to a newer store exited with $rc, not 1"
+    err newerw "99"
+    [[ $(snapshot) == "$before" ]] || fail "a store of a newer format was changed"
+
     # Bulk forms without --dry-run or --yes are usage errors.
     t bulk 2 cancel --status Queued
     t gc_plain 2 gc --finished-before 1d
