@@ -7,6 +7,7 @@
 #include <exception>
 #include <random>
 
+#include "trellis/agent/detail/cancel_watcher.hpp"
 #include "trellis/agent/detail/effect_runner.hpp"
 #include "trellis/agent/detail/lease_keeper.hpp"
 #include "trellis/agent/errors.hpp"
@@ -85,7 +86,9 @@ class Execution final : public EffectHost {
     } else if (cp_.status == RunStatus::Queued || cp_.status == RunStatus::Waiting) {
       change(RunEvent::Start);
     }
-    keeper_.watch_cancels(cp_.run_id, cp_.cancel_handled, options_.cancel_poll);
+    // The node's stop_token also fires on a cancel request (looked for every cancel_poll).
+    cancel_watch_ = CancelWatcher::watch(store_, cp_.run_id, cp_.cancel_handled,
+                                         options_.cancel_poll, keeper_.stop_source());
     return loop();
   }
 
@@ -399,6 +402,7 @@ class Execution final : public EffectHost {
   Subscription status_sub_;
   std::mt19937_64 engine_;
   EffectRunner effects_;
+  CancelWatcher::Watch cancel_watch_;  // last: ends first, before what it points at
 };
 
 std::string mismatch(const std::string& run_id, const std::string& stored,

@@ -1,7 +1,6 @@
 #pragma once
 /// @file
-/// Internal: the heartbeat of the lease a run call holds (the run loop, detail/run_loop.hpp,
-/// owns one per call).
+/// Internal: the heartbeat of the lease a run call holds (graph.hpp owns one per call).
 ///
 /// While it lives, and only when the store's leases expire (Store::lease_ttl), a thread renews
 /// the lease every lease_ttl/3, so a node or an effect call that runs longer than the TTL
@@ -11,21 +10,12 @@
 /// the store refuses the worker's commit and effect records anyway (they carry the token). A
 /// renewal the store could not make (store_error, or anything else) is tried again at the next
 /// beat: until the lease expires and someone takes it, it is still this worker's.
-///
-/// It also watches the run's cancel requests (watch_cancels): every `poll`, the same thread
-/// looks for a request newer than the one the run answered last, and raises stop_token() when
-/// it finds one, so a node doing long work sees RunContext::stop_requested(); the run loop
-/// commits the cancellation at its next check between steps (cancel_pending()).
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <exception>
 #include <mutex>
-#include <optional>
 #include <stop_token>
-#include <string>
 #include <thread>
 
 #include "trellis/agent/store.hpp"
@@ -44,21 +34,17 @@ class LeaseKeeper {
   const LeaseToken& token() const noexcept { return token_; }
   /// Requested when the caller's stop token is, or when the lease is lost.
   std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+  /// What raises stop_token() (the run loop's cancel watch requests stop on it too).
+  std::stop_source stop_source() const noexcept { return stop_; }
   /// Throws the run_busy of the renewal that found the lease lost, if one did.
   void check() const;
-  /// Starts watching run `run_id`'s cancel requests newer than `handled`, every `poll` (a zero
-  /// `poll` watches nothing).
-  void watch_cancels(std::string run_id, std::uint64_t handled, std::chrono::milliseconds poll);
-  /// Whether the watch found a pending cancel request.
-  bool cancel_seen() const noexcept { return cancel_seen_.load(std::memory_order_acquire); }
 
  private:
   struct Forward {
     std::stop_source* to;
     void operator()() const noexcept { to->request_stop(); }
   };
-  void beat(const std::stop_token& done);
-  void start_thread();
+  void beat(const std::stop_token& done, std::chrono::milliseconds period);
 
   Store& store_;
   LeaseToken token_;
@@ -67,12 +53,6 @@ class LeaseKeeper {
   mutable std::mutex m_;
   std::condition_variable_any wake_;
   std::exception_ptr lost_;
-  std::optional<std::chrono::milliseconds> renew_every_;  // set when leases expire
-  std::string watched_run_;                               // empty: no cancel watch
-  std::uint64_t handled_ = 0;
-  std::chrono::milliseconds poll_{0};
-  bool reconfigured_ = false;  // watch_cancels changed what to watch (under m_)
-  std::atomic<bool> cancel_seen_{false};
   std::jthread thread_;  // last: stopped and joined first
 };
 
