@@ -103,6 +103,8 @@ RunFilter make_filter(const std::string& status, const std::string& since, const
 // --- the documents' parts -------------------------------------------------------------------
 
 nlohmann::json summary_json(const RunSummary& s);
+/// Appends summary_json(s).dump() to `out`, without building the JSON tree (runs ls -o json).
+void append_summary_json(std::string& out, const RunSummary& s);
 /// The pending request of a WaitingApproval checkpoint (null otherwise).
 nlohmann::json request_json(const Checkpoint& cp);
 nlohmann::json interrupt_json(const Interrupt& i, const std::string& id, const std::string& node);

@@ -218,6 +218,50 @@ nlohmann::json summary_json(const RunSummary& s) {
           {"request", s.request.empty() ? nlohmann::json() : nlohmann::json(s.request)}};
 }
 
+namespace {
+
+/// Appends `text` as a JSON string, as nlohmann's dump (error_handler_t::replace) writes it.
+void append_json_string(std::string& out, std::string_view text) {
+  for (const char c : text)
+    if (static_cast<unsigned char>(c) >= 0x80 || static_cast<unsigned char>(c) < 0x20 || c == '"' ||
+        c == '\\') {
+      out += nlohmann::json(std::string(text))
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+  out += '"';
+  out += text;
+  out += '"';
+}
+
+}  // namespace
+
+void append_summary_json(std::string& out, const RunSummary& s) {
+  // summary_json's members, in the order nlohmann prints them (sorted by name).
+  out += R"({"created_at":)";
+  append_json_string(out, s.created_at);
+  out += R"(,"fingerprint":)";
+  append_json_string(out, s.fingerprint);
+  out += R"(,"node":)";
+  append_json_string(out, s.node);
+  out += R"(,"reason":)";
+  append_json_string(out, name(s.reason));
+  out += R"(,"request":)";
+  if (s.request.empty())
+    out += "null";
+  else
+    append_json_string(out, s.request);
+  out += R"(,"run_id":)";
+  append_json_string(out, s.run_id);
+  out += R"(,"seq":)" + std::to_string(s.seq);
+  out += R"(,"status":)";
+  append_json_string(out, name(s.status));
+  out += R"(,"step":)" + std::to_string(s.step);
+  out += R"(,"updated_at":)";
+  append_json_string(out, s.updated_at);
+  out += '}';
+}
+
 nlohmann::json interrupt_json(const Interrupt& i, const std::string& id, const std::string& node) {
   nlohmann::json j = {{"id", id},
                       {"reason", i.reason},
