@@ -156,16 +156,28 @@ int runs_history(Session& s, const std::string& run, bool diff) {
     print_json(doc);
     return 0;
   }
+  // What a checkpoint records beyond its status: the pause, the decision, the reconciliation.
+  const auto note_of = [](const Checkpoint& cp) {
+    std::string note = cp.detail;
+    if (cp.status == RunStatus::WaitingApproval) {
+      note = "request " + request_id(cp) + ": " + cp.interrupt.value_or(Interrupt{}).reason;
+    } else if (cp.decision && note.empty()) {
+      const std::string by =
+          std::visit([](const auto& d) { return d.reviewer; }, cp.decision->given);
+      const char* kind = std::holds_alternative<Approve>(cp.decision->given)  ? "approved"
+                         : std::holds_alternative<Reject>(cp.decision->given) ? "rejected"
+                                                                              : "input given";
+      note = "request " + std::to_string(cp.decision->answers) + " " + kind +
+             (by.empty() ? "" : " by " + by);
+    } else if (cp.reconciliation) {
+      note = "reconciled " + cp.reconciliation->key.substr(0, 12) + " by " + cp.reconciliation->by;
+    }
+    return note;
+  };
   Table t({"SEQ", "STATUS", "NODE", "STEP", "AT", "NOTE"});
   for (std::size_t i = 0; i < history.size(); ++i) {
     const Checkpoint& cp = history[i];
-    std::string note = cp.detail;
-    if (cp.status == RunStatus::WaitingApproval)
-      note = "request " + request_id(cp) + ": " + cp.interrupt.value_or(Interrupt{}).reason;
-    else if (cp.decision && note.empty())
-      note = "decision on request " + std::to_string(cp.decision->answers);
-    else if (cp.reconciliation)
-      note = "reconciled " + cp.reconciliation->key.substr(0, 12) + " by " + cp.reconciliation->by;
+    const std::string note = note_of(cp);
     t.add({std::to_string(cp.seq),
            name(cp.status) + (cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")"),
            or_dash(cp.next_node), std::to_string(cp.step), cp.created_at, or_dash(brief(note))});
@@ -179,7 +191,10 @@ int runs_history(Session& s, const std::string& run, bool diff) {
     const Checkpoint& cp = history[i];
     std::cout << "checkpoint " << cp.seq << ": " << name(cp.status)
               << (cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")") << " at "
-              << or_dash(cp.next_node) << ", step " << cp.step << ", " << cp.created_at << '\n';
+              << or_dash(cp.next_node) << ", step " << cp.step << ", " << cp.created_at;
+    if (const std::string note = note_of(cp); !note.empty())
+      std::cout << " (" << brief(note) << ')';
+    std::cout << '\n';
     const nlohmann::json ch = i == 0 ? changes(nlohmann::json::object(), cp.state)
                                      : changes(history[i - 1].state, cp.state);
     for (const nlohmann::json& c : ch)

@@ -239,6 +239,7 @@ case $mode in
     j hist 'any(ch["path"] == "/approved_by" and ch["old"] == "" and ch["new"] == "tester" for c in d["checkpoints"] for ch in c["changes"])'
     t histh 0 runs history r-1 --diff
     grep -q '  /approved_by: "" -> "tester"' "$dir/histh.out" || fail "history --diff shows no change of /approved_by"
+    grep -q "(request $req approved by tester)" "$dir/histh.out" || fail "history --diff does not say who approved"
     t events 0 -o json runs events r-1
     j events 'd["kind"] == "events" and len(d["events"]) > 0 and all(b["seq"] > a["seq"] for a, b in zip(d["events"], d["events"][1:]))'
     t after 0 -o json runs events r-1 --after "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"][0]["seq"])' "$dir/events.out")"
