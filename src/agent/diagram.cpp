@@ -7,55 +7,17 @@
 #include <utility>
 
 #include "trellis/json/enumeration.hpp"
+#include "trellis/machine/detail/diagram_text.hpp"
 
 namespace trellis::agent {
 
 namespace {
 
-// Bytes that are not well-formed UTF-8 become '?': a diagram tool may refuse a whole file for
-// one bad byte.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    if (c < 0x80) {
-      n = 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-    }
-    bool ok = n > 0 && i + n <= s.size();
-    for (std::size_t k = 1; ok && k < n; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0U) == 0x80U;
-    if (ok && n == 3) {  // no overlong forms, no surrogates
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-    } else if (ok && n == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
-}
-
 // One line of a Mermaid label, inside "...": what Mermaid's parser or its HTML labels would
 // read as syntax becomes an entity code; a line break becomes <br>.
 std::string mermaid_text(std::string_view raw) {
   std::string out;
-  for (const char c : valid_utf8(raw)) {
+  for (const char c : trellis::detail::diagram_utf8(raw)) {
     switch (c) {
       case '"':
         out += "#34;";
@@ -97,26 +59,9 @@ std::string mermaid_text(std::string_view raw) {
   return out;
 }
 
-// The inside of a DOT quoted string: '"' and '\' escaped (so "\N" and friends stay literal),
-// a line break as DOT's "\n".
-std::string dot_text(std::string_view raw) {
-  std::string out;
-  for (const char c : valid_utf8(raw)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
+std::string dot_quoted(std::string_view text) {
+  return "\"" + trellis::detail::dot_text(text) + "\"";
 }
-
-std::string dot_quoted(std::string_view text) { return "\"" + dot_text(text) + "\""; }
 
 std::string joined(const std::vector<std::string>& items, std::string_view by = ", ") {
   std::string out;
@@ -129,7 +74,7 @@ std::string joined(const std::vector<std::string>& items, std::string_view by = 
 
 // A line of a comment: no line break may end it early.
 std::string one_line(std::string_view raw) {
-  std::string out = valid_utf8(raw);
+  std::string out = trellis::detail::diagram_utf8(raw);
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
   return out;

@@ -10,48 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "trellis/machine/detail/diagram_text.hpp"
+
 namespace trellis {
 namespace {
-
-// Bytes that are not well-formed UTF-8 become '?': a diagram tool may refuse the whole file
-// for one bad byte.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    if (c < 0x80) {
-      n = 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-    }
-    bool ok = n > 0 && i + n <= s.size();
-    for (std::size_t k = 1; ok && k < n; ++k) {
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0U) == 0x80U;
-    }
-    if (ok && n == 3) {  // no overlong forms, no surrogates
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-    } else if (ok && n == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (!ok) {
-      out += '?';
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, n));
-    i += n;
-  }
-  return out;
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -191,7 +153,7 @@ std::vector<Edge> transition_edges(const ChartDefinition& def) {
 // line mentioning "direction" followed by TB/LR/... as a direction statement; entity codes keep
 // the text as written.
 std::string mermaid_text(std::string_view raw) {
-  const std::string s = valid_utf8(raw);
+  const std::string s = trellis::detail::diagram_utf8(raw);
   const std::string low = lower(s);
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -365,24 +327,9 @@ class MermaidWriter {
 
 // --- DOT -----------------------------------------------------------------------------------
 
-// A quoted DOT string: '"' and '\' escaped (so "\N" and friends stay literal), a line break
-// as DOT's "\n".
+// A quoted DOT string.
 std::string dot_quoted(std::string_view raw) {
-  const std::string s = valid_utf8(raw);
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return "\"" + trellis::detail::dot_text(raw) + "\"";
 }
 
 // A label of several lines: each line escaped, joined by DOT's "\n".
