@@ -1436,28 +1436,8 @@ void FileStore::write_event(std::string_view run_id, const nlohmann::json& event
 }
 
 std::vector<nlohmann::json> FileStore::read_events(std::string_view run_id) {
-  const fs::path dir_path = run_directory(run_id);
-  const fs::path path = dir_path / kEvents;
-  Directory dir;
-  if (!open_run_directory(root_dir_->dir, root_dir_->modes, run_id, dir_path, false, false, dir))
-    return {};
-  unique_fd fd;
-  if (const int err = dir.open_regular(kEvents, fd)) {
-    if (err == ENOENT) return {};
-    fail(path, "open", err);
-  }
-  std::string text;
-  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
   std::vector<nlohmann::json> out;
-  // An unterminated last line is a torn append (ignored; the next append cuts it); a complete
-  // line that is not JSON is corruption, the last one included.
-  trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t number) {
-    nlohmann::json event;
-    if (auto refusal = trellis::detail::parse_json(line, event))
-      corrupt(path, number, refusal->detail);
-    out.push_back(std::move(event));
-    return true;
-  });
+  for (StoredEvent& e : read_events_after(run_id, 0)) out.push_back(std::move(e.event));
   return out;
 }
 

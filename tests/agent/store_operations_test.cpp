@@ -89,6 +89,16 @@ struct JobGraph {
   JobGraph() { g.add<Work>(calls).add<Gate>().add<Pay>(calls).entry("work").max_steps(20); }
 };
 
+/// Creates run `id` of the job graph, Queued at its first node (as a run nobody advances yet).
+void create_queued(Store& store, JobGraph& j, const std::string& id) {
+  Checkpoint first = cp(id, 0, RunStatus::Queued);
+  first.next_node = "work";
+  first.state = Job{.count = 0, .paid = {}, .slow_ms = 0, .gate = false};
+  first.schema = 1;
+  first.fingerprint = j.g.fingerprint();
+  store.create(first);
+}
+
 /// The key `pay` gives its refund at `step` of run `id`.
 std::string refund_key(const std::string& id, std::uint64_t step) {
   return ag::effect_key(id, "pay", step, 0, "refund", {{"amount", 5}});
@@ -432,12 +442,7 @@ TEST_CASE_TEMPLATE(
     S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
-  Checkpoint first = cp("run-1", 0, RunStatus::Queued);
-  first.next_node = "work";
-  first.state = Job{.count = 0, .paid = {}, .slow_ms = 0, .gate = false};
-  first.schema = 1;
-  first.fingerprint = j.g.fingerprint();
-  h.store().create(first);
+  create_queued(h.store(), j, "run-1");
   const ag::CancelResult r = ag::cancel_run(h.store(), "run-1", "ana", "wrong customer");
   CHECK(r.cancelled_now);
   CHECK(r.request == 1);
@@ -499,12 +504,7 @@ TEST_CASE_TEMPLATE(
     S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   JobGraph j;
-  Checkpoint first = cp("run-1", 0, RunStatus::Queued);
-  first.next_node = "work";
-  first.state = Job{.count = 0, .paid = {}, .slow_ms = 0, .gate = false};
-  first.schema = 1;
-  first.fingerprint = j.g.fingerprint();
-  h.store().create(first);
+  create_queued(h.store(), j, "run-1");
   {
     Lease held = h.store().lease("run-1", "worker-7");
     const ag::CancelResult r = ag::cancel_run(h.store(), "run-1", "ana", "stop");
