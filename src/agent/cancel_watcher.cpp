@@ -2,8 +2,10 @@
 
 #include "trellis/agent/detail/cancel_watcher.hpp"
 
-#include <unistd.h>
+#include <pthread.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <list>
 #include <mutex>
@@ -32,18 +34,31 @@ using clock = std::chrono::steady_clock;
 class Watcher {
  public:
   static Watcher& instance() {
-    static Watcher* w = new Watcher;  // never destroyed: no join at exit while a run still runs
+    static const bool forks_handled = [] {
+      // A child of fork() gets no thread and a copy of the lock as it was: it starts afresh.
+      ::pthread_atfork(nullptr, nullptr, [] { current_.store(new Watcher); });
+      return true;
+    }();
+    (void)forks_handled;
+    Watcher* w = current_.load();
+    if (w == nullptr) {
+      Watcher* fresh = new Watcher;  // never destroyed: no join at exit while a run still runs
+      if (!current_.compare_exchange_strong(w, fresh))
+        delete fresh;
+      else
+        w = fresh;
+    }
     return *w;
   }
 
   void add(const std::shared_ptr<CancelWatcher::Entry>& e) {
     std::lock_guard lock(m_);
-    entries_.push_back(e);
-    if (thread_pid_ != ::getpid()) {  // none yet, or it stayed in the parent of a fork
-      thread_pid_ = ::getpid();
+    if (!started_) {
+      std::thread([this] { loop(); }).detach();  // first: if it throws, nothing is half done
+      started_ = true;
       next_wake_ = clock::time_point::max();
-      std::thread([this] { loop(); }).detach();
     }
+    entries_.push_back(e);
     // Wake the thread only when it would look too late: while run calls come and go it ticks
     // on its own, so a run call costs no wake-up (and no context switch).
     if (e->due < next_wake_) wake_.notify_all();
@@ -52,6 +67,9 @@ class Watcher {
   void remove(const std::shared_ptr<CancelWatcher::Entry>& e) {
     std::unique_lock lock(m_);
     e->ended = true;
+    // An entry this watcher does not hold (registered before a fork, in the parent's) is not
+    // polled by it.
+    if (std::find(entries_.begin(), entries_.end(), e) == entries_.end()) return;
     done_.wait(lock, [&] { return !e->polling; });
     entries_.remove(e);
   }
@@ -67,13 +85,11 @@ class Watcher {
       if (!entries_.empty()) idle_since = now;
       clock::time_point next =
           now - idle_since < kIdleTicking ? now + kIdleTick : clock::time_point::max();
+      // The entry due first (every entry gets its turn, however long each poll takes).
       std::shared_ptr<CancelWatcher::Entry> due;
       for (const auto& e : entries_) {
         if (e->ended) continue;
-        if (e->due <= clock::now()) {
-          due = e;
-          break;
-        }
+        if (e->due <= now && (!due || e->due < due->due)) due = e;
         if (e->due < next) next = e->due;
       }
       if (!due) {
@@ -106,7 +122,8 @@ class Watcher {
   std::condition_variable wake_;
   std::condition_variable done_;
   std::list<std::shared_ptr<CancelWatcher::Entry>> entries_;
-  pid_t thread_pid_ = 0;
+  bool started_ = false;
+  static inline std::atomic<Watcher*> current_{nullptr};
   clock::time_point next_wake_ = clock::time_point::max();  // when the sleeping thread wakes
   static constexpr std::chrono::milliseconds kIdleTick{50};
   static constexpr std::chrono::seconds kIdleTicking{10};

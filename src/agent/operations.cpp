@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "trellis/agent/detail/run_loop.hpp"
 #include "trellis/agent/errors.hpp"
+#include "trellis/agent/event_kind.hpp"
+#include "trellis/agent/run_event.hpp"
 #include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
@@ -46,6 +50,26 @@ Checkpoint following(const Checkpoint& cp, Clock& clock) {
   return c;
 }
 
+/// Appends event `kind` to the run's log, as the run loop logs its own (the log is
+/// observability: a failure to write it never undoes the operation).
+void log_event(Store& store, const Checkpoint& cp, EventKind kind, nlohmann::json detail) {
+  const RunEventRecord e{std::string(to_string(kind)),
+                         cp.run_id,
+                         cp.step,
+                         cp.next_node,
+                         cp.created_at,
+                         0.0,
+                         std::move(detail)};
+  try {
+    store.append_event(cp.run_id, nlohmann::json(e));
+  } catch (const std::exception&) {
+  }
+}
+
+/// Reads the run before its lease is taken, so a run id that names no run is refused before
+/// anything (a lease file) is written for it.
+void must_exist(Store& store, std::string_view run_id) { (void)newest(store, run_id); }
+
 std::string who(const Resume& decision) {
   return std::visit([](const auto& d) { return d.reviewer; }, decision);
 }
@@ -62,6 +86,7 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
                           quoted(run_id) +
                           " (request ids are numbers: see `trellis approvals ls`)");
   const std::string by = who(decision);
+  must_exist(store, run_id);
   Lease lease = store.lease(run_id, by.empty() ? "a decision" : "a decision by " + by);
   const Checkpoint cp = newest(store, run_id);
   if (cp.status != RunStatus::WaitingApproval || cp.seq != seq) {
@@ -93,6 +118,10 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
     next.status = allowed(run_id, cp.status, RunEvent::Decide, "decide on it");
   }
   store.commit(next, cp.seq, lease.token());
+  nlohmann::json detail = *next.decision;  // as the run loop logs it: no request, no input value
+  detail.erase("request");
+  detail.erase("value");
+  log_event(store, next, EventKind::decision_recorded, std::move(detail));
   return next;
 }
 
@@ -111,10 +140,15 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
       CancelRequest{std::string(run_id), 0, by, reason, detail::now_iso8601(clock)});
   out.status = cp.status;
   std::optional<Lease> lease;
-  try {
-    lease.emplace(store.lease(run_id, by.empty() ? "a cancellation" : "a cancellation by " + by));
-  } catch (const run_busy&) {
-    return out;  // its holder sees the request between steps
+  // Another operator's call holds a run for milliseconds: wait that out. A run call holds it
+  // for as long as it runs, and answers the request itself (between steps, or when it pauses).
+  for (int attempt = 0; !lease; ++attempt) {
+    try {
+      lease.emplace(store.lease(run_id, by.empty() ? "a cancellation" : "a cancellation by " + by));
+    } catch (const run_busy&) {
+      if (attempt == 4) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10) * (attempt + 1));
+    }
   }
   cp = newest(store, run_id);  // it may have moved before the lease was free
   out.status = cp.status;
@@ -126,6 +160,8 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
   next.detail = "cancelled" + (by.empty() ? std::string() : " by " + by) +
                 (reason.empty() ? std::string() : ": " + reason);
   store.commit(next, cp.seq, lease->token());
+  log_event(store, next, EventKind::cancelled,
+            {{"request", out.request}, {"by", by}, {"reason", reason}});
   out.cancelled_now = true;
   out.status = RunStatus::Cancelled;
   return out;
@@ -133,6 +169,7 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
 
 Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r, Clock& clock) {
   check_run_id(run_id);
+  must_exist(store, run_id);
   Lease lease =
       store.lease(run_id, r.by.empty() ? "a reconciliation" : "a reconciliation by " + r.by);
   const Checkpoint cp = newest(store, run_id);
@@ -151,7 +188,10 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
                          e.key + "), so it cannot continue; fork it instead");
   r.at = detail::now_iso8601(clock);
   const bool in_doubt = rec->status == EffectStatus::started;
-  if (!in_doubt && !rec->reconciliation)
+  // A reconciliation recorded since the run failed (one cut off before its checkpoint) is
+  // finished; an older one belongs to an earlier failure, and the key names nothing in doubt.
+  const bool unfinished = rec->reconciliation && rec->reconciliation->at >= cp.created_at;
+  if (!in_doubt && !unfinished)
     throw run_conflict("trellis: effect '" + rec->name + "' (key " + r.key + ") of " +
                        quoted(run_id) + " is not in doubt: it is " +
                        std::string(enumeration<EffectStatus>::name(rec->status)));
@@ -175,7 +215,11 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
   Checkpoint next = following(cp, clock);
   next.status = allowed(run_id, cp.status, RunEvent::Reconcile, "reconcile it");
   next.reconciliation = std::move(r);
+  // Reopening the run answers the cancel requests made so far (they were for the failed run).
+  if (const auto asked = store.cancel_requests(run_id, cp.cancel_handled); !asked.empty())
+    next.cancel_handled = asked.back().id;
   store.commit(next, cp.seq, lease.token());
+  log_event(store, next, EventKind::reconciled, *next.reconciliation);
   return next;
 }
 

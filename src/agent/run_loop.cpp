@@ -184,9 +184,7 @@ class Execution final : public EffectHost {
       keeper_.check();  // a lost lease stops the run where it is (run_busy)
       if (options_.stop.stop_requested()) return cancel(std::nullopt);
       // An operator's cancel request (Store::request_cancel), from any process.
-      if (std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
-          !asked.empty())
-        return cancel(std::move(asked.back()));
+      if (auto asked = pending_cancel()) return cancel(std::move(*asked));
       if (cp_.step >= spec_.max_steps)
         return fail(Reason::max_steps,
                     "stopped after " + std::to_string(cp_.step) + " steps (max_steps)");
@@ -248,6 +246,10 @@ class Execution final : public EffectHost {
           } catch (const persist_error&) {
             throw;
           } catch (const std::exception& e) {
+            // A node that answered a cancellation by throwing (an aborted call) was cancelled,
+            // not broken: the run ends Cancelled, resumable.
+            if (options_.stop.stop_requested()) return cancel(std::nullopt);
+            if (auto asked = pending_cancel()) return cancel(std::move(*asked));
             return fail(Reason::node_error, "node '" + name + "' threw: " + e.what());
           }
         }
@@ -264,7 +266,10 @@ class Execution final : public EffectHost {
       state_ = std::move(work);
       if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
       if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
-      commit(next_checkpoint(cp_, *next, name, effect_step, typed_.state_to_json(*state_)));
+      Checkpoint done =
+          next_checkpoint(cp_, *next, name, effect_step, typed_.state_to_json(*state_));
+      if (terminal(done.status)) answer_cancels(done);  // a request to a finished run is moot
+      commit(std::move(done));
       if (const auto* go = std::get_if<Goto>(&*next)) {
         emit(EventKind::step_completed, name, ms, step_detail(go->node));
       } else if (std::holds_alternative<Halt>(*next)) {
@@ -275,9 +280,24 @@ class Execution final : public EffectHost {
         emit(EventKind::step_completed, name, ms, step_detail(cp_.next_node));
         emit(EventKind::interrupted, name, 0.0, {{"reason", std::get<Interrupt>(*next).reason}});
         trellis::failpoint("approval.waiting", cp_.run_id);
+        // A cancel request that came during the step is answered here, not left pending on a
+        // paused run (it keeps its pause: resumed, it waits again).
+        if (auto asked = pending_cancel()) return cancel(std::move(*asked));
         return outcome();
       }
     }
+  }
+
+  /// The newest cancel request the run has not answered, if any.
+  std::optional<CancelRequest> pending_cancel() {
+    std::vector<CancelRequest> asked = store_.cancel_requests(cp_.run_id, cp_.cancel_handled);
+    if (asked.empty()) return std::nullopt;
+    return std::move(asked.back());
+  }
+
+  /// Marks the requests made so far as answered by `c` (a checkpoint that ends the run).
+  void answer_cancels(Checkpoint& c) {
+    if (auto asked = pending_cancel()) c.cancel_handled = asked->id;
   }
 
   /// Commits the cancellation (on the caller's stop token, or answering `request`).
@@ -324,10 +344,14 @@ class Execution final : public EffectHost {
     c.detail = detail;
     const bool decided = decision.has_value();
     if (decided) c.decision = std::move(decision);
+    answer_cancels(c);
     commit(std::move(c));
     if (decided) emit_decision();
     emit(EventKind::graph_failed, cp_.next_node, 0.0,
          {{"reason", std::string(enumeration<Reason>::name(reason))}, {"detail", detail}});
+    // An effect in doubt waits for an operator: reconciled, the run goes on from the step that
+    // failed, which its compensations would have undone; resumed without one, it compensates.
+    if (reason == Reason::reconciliation_required) return outcome();
     // The failure is committed first, so a crash during the compensations leaves a failed run
     // that resume() finishes (finish_compensations).
     return outcome(effects_.compensate());
@@ -347,7 +371,10 @@ class Execution final : public EffectHost {
   void commit(Checkpoint next) {
     next.seq = cp_.seq + 1;
     next.created_at = now_iso8601(clock_);
-    if (next.status != RunStatus::WaitingApproval) next.interrupt.reset();
+    // A pause is kept while the run waits, and by a cancellation of the pause (resumed, the
+    // run waits again).
+    if (next.status != RunStatus::WaitingApproval && next.status != RunStatus::Cancelled)
+      next.interrupt.reset();
     next.effects = effects_.take_keys();
     store_.commit(next, cp_.seq, keeper_.token());
     cp_ = std::move(next);
@@ -572,12 +599,23 @@ Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
   first.effects.clear();  // the source run's records: the fork has none of its own yet
   first.cancel_handled = 0;
   first.reconciliation.reset();
-  if (terminal(first.status)) {  // a finished run's last checkpoint forks as a fresh start
+  if (terminal(first.status) && first.decision) {
+    // A run that failed on a decision (rejected, expired) forks back to the pause: the
+    // question is asked again, never skipped.
+    first.status = RunStatus::WaitingApproval;
+    first.interrupt = first.decision->request;
+    first.reason = Reason::none;
+    first.detail.clear();
+    first.decision.reset();
+  } else if (terminal(first.status)) {  // a finished run's last checkpoint: a fresh start
     first.status = RunStatus::Queued;
     first.reason = Reason::none;
     first.detail.clear();
     first.decision.reset();
     if (first.next_node.empty()) first.next_node = std::string(entry);
+  } else if (first.status == RunStatus::Cancelled && first.interrupt) {
+    first.status = RunStatus::WaitingApproval;  // cancelled at a pause: it waits there again
+    first.detail.clear();
   } else if (first.status != RunStatus::WaitingApproval) {
     first.status = RunStatus::Queued;
     first.detail.clear();

@@ -46,10 +46,14 @@ void print_cancel(const std::string& run, const CancelResult& r) {
     std::cout << run << ": cancelled now (request " << r.request << ")\n";
   else if (r.request == 0)
     std::cout << run << ": already cancelled\n";
+  else if (terminal(r.status))
+    std::cout << run << ": it ended (" << name(r.status) << ") before the cancel request "
+              << r.request << " could apply\n";
   else
     std::cout << run << ": cancel requested (request " << r.request
-              << "); the process advancing it "
-              << "stops it at its next step (status now " << name(r.status) << ")\n";
+              << "); the process advancing it stops it at its next check: between steps, when "
+              << "it pauses, or through its node's stop token (status now " << name(r.status)
+              << ")\n";
 }
 
 }  // namespace

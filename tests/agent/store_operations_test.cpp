@@ -29,13 +29,17 @@ struct Job {
   std::string paid;
   int slow_ms = 0;  // work waits this long (or until its stop_token fires) each time
   bool gate = true;
+  bool throw_on_stop = false;  // work throws when its stop_token fires (an aborted call)
+  bool hold = false;           // pay first makes a compensable "hold" effect
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job, count, paid, slow_ms, gate)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job, count, paid, slow_ms, gate, throw_on_stop, hold)
 
 struct Calls {
   std::atomic<int> refunds{0};
   std::atomic<int> work{0};
   std::atomic<bool> saw_stop{false};
+  std::atomic<int> releases{0};       // compensations of "hold"
+  Store* cancel_from_gate = nullptr;  // gate asks this store to cancel its own run first
 };
 
 struct Work final : ag::Node<Job> {
@@ -48,6 +52,7 @@ struct Work final : ag::Node<Job> {
     while (std::chrono::steady_clock::now() < until) {
       if (ctx.stop_requested()) {
         calls.saw_stop = true;
+        if (s.throw_on_stop) throw std::runtime_error("aborted");
         break;
       }
       std::this_thread::sleep_for(2ms);
@@ -59,8 +64,13 @@ struct Work final : ag::Node<Job> {
 };
 
 struct Gate final : ag::Node<Job> {
+  explicit Gate(Calls& c) : calls(c) {}
+  Calls& calls;
   std::string_view name() const override { return "gate"; }
-  ag::NextStep run(Job&, ag::RunContext&) override {
+  ag::NextStep run(Job&, ag::RunContext& ctx) override {
+    // As if an operator asked to cancel while this step ran (the run call holds the lease).
+    if (calls.cancel_from_gate != nullptr)
+      ag::cancel_run(*calls.cancel_from_gate, std::string(ctx.run_id()), "ana", "during the gate");
     return ag::Interrupt{
         "pay the refund?",
         ag::ApprovalRequest{"refund 5.00", {{"amount", 5}}, "money leaves", std::nullopt}, "pay"};
@@ -72,6 +82,9 @@ struct Pay final : ag::Node<Job> {
   Calls& calls;
   std::string_view name() const override { return "pay"; }
   ag::NextStep run(Job& s, ag::RunContext& ctx) override {
+    if (s.hold)  // undone by the graph's declared compensation of "hold"
+      ctx.effect("hold", {{"amount", 5}}, ag::EffectPolicy::idempotent,
+                 [](const ag::EffectCall&) {});
     const nlohmann::json r =
         ctx.effect("refund", {{"amount", 5}}, ag::EffectPolicy::at_most_once,
                    [this](const ag::EffectCall& call) {
@@ -86,7 +99,13 @@ struct Pay final : ag::Node<Job> {
 struct JobGraph {
   Calls calls;
   ag::Graph<Job> g;
-  JobGraph() { g.add<Work>(calls).add<Gate>().add<Pay>(calls).entry("work").max_steps(20); }
+  JobGraph() {
+    g.add<Work>(calls).add<Gate>(calls).add<Pay>(calls).entry("work").max_steps(20);
+    g.compensation("hold", [this](const ag::EffectCall&, const nlohmann::json&) {
+      ++calls.releases;
+      return nlohmann::json();
+    });
+  }
 };
 
 /// Creates run `id` of the job graph, Queued at its first node (as a run nobody advances yet).
@@ -99,18 +118,39 @@ void create_queued(Store& store, JobGraph& j, const std::string& id) {
   store.create(first);
 }
 
-/// The key `pay` gives its refund at `step` of run `id`.
-std::string refund_key(const std::string& id, std::uint64_t step) {
-  return ag::effect_key(id, "pay", step, 0, "refund", {{"amount", 5}});
+/// The key `pay` gives its refund at `step` of run `id` (after a hold: its second effect).
+std::string refund_key(const std::string& id, std::uint64_t step, bool hold = false) {
+  return ag::effect_key(id, "pay", step, hold ? 1 : 0, "refund", {{"amount", 5}});
 }
 
 /// Leaves run `id` failed with reconciliation_required: the refund's call was cut off (its
 /// started record is there, no receipt), as after a kill -9 during the call.
 template <class S>
-void cut_off_refund(JobGraph& j, S& store, const std::string& id) {
-  auto out = j.g.run(id, Job{.count = 0, .paid = {}, .slow_ms = 0, .gate = false}, store);
+void cut_off_refund(JobGraph& j, S& store, const std::string& id, bool hold = false) {
+  auto out = j.g.run(id,
+                     Job{.count = 0,
+                         .paid = {},
+                         .slow_ms = 0,
+                         .gate = false,
+                         .throw_on_stop = false,
+                         .hold = hold},
+                     store);
   REQUIRE(out.succeeded());  // pay ran at step 3: redo it on a fork that was cut off
   ag::fork_run(store, id, 3, id + "-cut");
+  if (hold) {  // the hold went through on the fork too
+    ag::EffectRecord held;
+    held.run_id = id + "-cut";
+    held.name = "hold";
+    held.args = {{"amount", 5}};
+    held.policy = ag::EffectPolicy::idempotent;
+    held.node = "pay";
+    held.step = 3;
+    held.key = ag::effect_key(id + "-cut", "pay", 3, 0, "hold", held.args);
+    held.status = EffectStatus::succeeded;
+    held.compensable = true;
+    held.started_at = iso(kT0);
+    store.put_effect(held);
+  }
   ag::EffectRecord rec;
   rec.run_id = id + "-cut";
   rec.name = "refund";
@@ -118,7 +158,8 @@ void cut_off_refund(JobGraph& j, S& store, const std::string& id) {
   rec.policy = ag::EffectPolicy::at_most_once;
   rec.node = "pay";
   rec.step = 3;
-  rec.key = refund_key(id + "-cut", 3);
+  rec.ordinal = hold ? 1 : 0;
+  rec.key = refund_key(id + "-cut", 3, hold);
   rec.started_at = iso(kT0);
   store.put_effect(rec);
   const int before = j.calls.refunds;
@@ -642,7 +683,9 @@ TEST_CASE_TEMPLATE(
   ag::EffectRecord rec = *h.store().effect("run-1-cut", key);
   rec.status = EffectStatus::succeeded;
   rec.result = {{"id", "rf-first"}};
-  rec.reconciliation = ag::Reconciliation{key, true, rec.result, "ana", "first try", iso(kT0)};
+  rec.reconciliation =
+      ag::Reconciliation{key,   true,        rec.result,
+                         "ana", "first try", ag::detail::now_iso8601(ag::SystemClock::instance())};
   h.store().put_effect(rec);
   REQUIRE(h.store().latest("run-1-cut")->status == RunStatus::Failed);
   const Checkpoint c = ag::reconcile_run(
@@ -687,4 +730,123 @@ TEST_CASE_TEMPLATE("operations: pending_approvals lists each waiting run with it
   REQUIRE(pending[0].interrupt.approval.has_value());
   CHECK(pending[0].interrupt.approval->action == "refund 5.00");
   CHECK(pending[0].run.request == std::to_string(h.store().latest("run-a")->seq));
+}
+
+// ---- what the review of issue 14 found ---------------------------------------------------------
+
+TEST_CASE_TEMPLATE(
+    "operations: a cancel request made while a step runs that then pauses cancels "
+    "the run at its pause; resumed, it waits again",
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  j.calls.cancel_from_gate = &h.store();
+  const auto out = j.g.run("run-1", Job{}, h.store());
+  CHECK(out.cancelled());
+  const Checkpoint c = *h.store().latest("run-1");
+  CHECK(c.status == RunStatus::Cancelled);
+  CHECK(c.cancel_handled == 1);
+  CHECK(c.interrupt.has_value());  // the pause is kept
+  j.calls.cancel_from_gate = nullptr;
+  const auto again = j.g.resume("run-1", h.store());
+  CHECK(again.interrupted());
+  CHECK(j.calls.refunds == 0);
+}
+
+TEST_CASE_TEMPLATE(
+    "operations: a node that throws when its stop token fires on a cancel request "
+    "ends the run Cancelled, not Failed" *
+        doctest::test_suite("concurrency"),
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  std::exception_ptr failed;
+  std::thread canceller([&] {
+    try {
+      while (j.calls.work.load() == 0) std::this_thread::sleep_for(1ms);
+      ag::cancel_run(h.store(), "run-1", "ana", "stop");
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  ag::RunOptions o;
+  o.cancel_poll = 5ms;
+  const auto out = j.g.run("run-1",
+                           Job{.count = 0,
+                               .paid = {},
+                               .slow_ms = 10'000,
+                               .gate = false,
+                               .throw_on_stop = true,
+                               .hold = false},
+                           h.store(), o);
+  canceller.join();
+  if (failed) std::rethrow_exception(failed);
+  CHECK(out.cancelled());
+  CHECK(out.steps == 0);  // the step that threw is dropped
+  CHECK(h.store().latest("run-1")->status == RunStatus::Cancelled);
+}
+
+TEST_CASE_TEMPLATE(
+    "operations: a fork of a rejected run, and of a run cancelled at its pause, "
+    "waits for a decision again",
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  const auto paused = j.g.run("run-1", Job{}, h.store());
+  ag::record_decision(h.store(), "run-1", paused.request_id, ag::Reject{"no", "bo"});
+  const Checkpoint rejected =
+      ag::fork_run(h.store(), "run-1", h.store().latest("run-1")->seq, "run-2");
+  CHECK(rejected.status == RunStatus::WaitingApproval);
+  CHECK(rejected.interrupt == paused.interrupt);
+  j.g.run("run-3", Job{}, h.store());
+  ag::cancel_run(h.store(), "run-3", "ana", "");
+  const Checkpoint cancelled =
+      ag::fork_run(h.store(), "run-3", h.store().latest("run-3")->seq, "run-4");
+  CHECK(cancelled.status == RunStatus::WaitingApproval);
+  CHECK_THROWS_AS(j.g.resume("run-4", h.store()), ag::graph_error);  // it needs a decision
+  CHECK(j.g.resume("run-4", h.store(), ag::Approve{"ana"}).succeeded());
+  CHECK(j.calls.refunds == 1);  // only the approved fork paid
+}
+
+TEST_CASE_TEMPLATE(
+    "operations: a run failed with reconciliation_required keeps its compensations "
+    "until it is reconciled, or resumed without a reconciliation",
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  cut_off_refund(j, h.store(), "run-1", true);
+  CHECK(j.calls.releases == 0);  // the hold was not undone
+  ag::reconcile_run(
+      h.store(), "run-1-cut",
+      ag::Reconciliation{
+          refund_key("run-1-cut", 3, true), true, {{"id", "rf-9"}}, "ana", "ledger", ""});
+  CHECK(j.g.resume("run-1-cut", h.store()).succeeded());
+  CHECK(j.calls.releases == 0);
+
+  JobGraph k;
+  cut_off_refund(k, h.store(), "run-2", true);
+  const auto given_up = k.g.resume("run-2-cut", h.store());  // no reconciliation: give up
+  CHECK(given_up.failed());
+  CHECK(k.calls.releases == 1);
+}
+
+TEST_CASE_TEMPLATE(
+    "operations: operators' actions are in the run's event log, and an unknown run "
+    "is refused before anything is written for it",
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  const auto paused = j.g.run("run-1", Job{}, h.store());
+  ag::record_decision(h.store(), "run-1", paused.request_id, ag::Approve{"ana", "ok"});
+  const auto events = h.store().events_after("run-1", 0);
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().event.at("kind") == "decision_recorded");
+  CHECK(events.back().event.at("detail").at("reviewer") == "ana");
+  CHECK_THROWS_AS(ag::record_decision(h.store(), "typo", "2", ag::Approve{}), ag::unknown_run);
+  CHECK_THROWS_AS(
+      ag::reconcile_run(h.store(), "typo", ag::Reconciliation{"k", true, nullptr, "", "", ""}),
+      ag::unknown_run);
+  if constexpr (std::is_same_v<S, FileStore>)
+    CHECK_FALSE(fs::exists(h.store().run_directory("typo")));
+  CHECK(h.store().runs() == std::vector<std::string>{"run-1"});
 }

@@ -44,8 +44,10 @@ enum class EventKind {
   /// The run failed (Failed committed). node: the node it stopped at. detail: {"reason": the
   /// Reason's name, "detail": the text of Outcome::detail}.
   graph_failed,
-  /// The run stopped between steps on a stop request (Cancelled committed). node: the next
-  /// node. detail: {}.
+  /// The run stopped on a stop request (Cancelled committed): the caller's stop token, or a
+  /// cancel request (Store::request_cancel) seen by the run call or committed by the operator
+  /// when nobody advanced the run. node: the next node. detail: {} for the caller's stop token;
+  /// {"request": its id, "by", "reason"} for a cancel request.
   cancelled,
   /// An effect's started record was committed, right before its call. node: the step's node.
   /// detail: {"effect": name, "key", "policy", "issue": calls made under the key}.
@@ -73,12 +75,16 @@ enum class EventKind {
   /// A compensation's receipt with an error was committed (a transient one stays due).
   /// detail: as compensation_completed, and "error".
   compensation_failed,
+  /// An operator reconciled the effect in doubt of a run failed with reconciliation_required
+  /// (operations.hpp), and the run was reopened. node: the node to run next. detail: the
+  /// Reconciliation as stored ({"key", "happened", "result", "by", "reason", "at"}).
+  reconciled,
 };
 TRELLIS_ENUM(EventKind, graph_started, resumed, step_started, step_completed, retry_scheduled,
              interrupted, decision_recorded, graph_completed, graph_failed, cancelled,
              effect_started, effect_completed, effect_failed, effect_replayed,
              effect_reconciliation_required, compensation_pending, compensation_started,
-             compensation_completed, compensation_failed);
+             compensation_completed, compensation_failed, reconciled);
 
 /// The stable name of `kind` (what the stores' event logs hold).
 constexpr std::string_view to_string(EventKind kind) noexcept {

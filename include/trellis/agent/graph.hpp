@@ -40,14 +40,18 @@
 /// stored with the failure it causes.
 ///
 /// Operators (operations.hpp, the `trellis` command) act on runs through the store, from any
-/// process, without running a node: a decision recorded on a pause (request ids: the pause's
-/// checkpoint seq, Outcome::request_id) leaves the run Queued with the decision, which the next
-/// resume() applies as if it had been given to it; a cancel request is seen by the run call
-/// that advances the run between steps, and by its node through RunContext::stop_token()
-/// (polled every RunOptions::cancel_poll), and the run ends Cancelled after the step in flight
-/// commits; a run cancelled while it waited for a decision waits again (under a new request id)
-/// when it is resumed, so its approval is never skipped; a reconciliation reopens a run failed
-/// with reconciliation_required, and resume() continues it from the recorded receipt.
+/// process, without running a node: an Approve or Input recorded on a pause (request ids: the
+/// pause's checkpoint seq, Outcome::request_id) leaves the run Queued with the decision, which
+/// the next resume() applies as if it had been given to it (a Reject fails the run); a cancel
+/// request is seen by the run call that advances the run between steps, when its step pauses,
+/// and by its node through RunContext::stop_token() (polled every RunOptions::cancel_poll): the
+/// step in flight commits (or, if the node throws after its stop token fired, is dropped), and
+/// the run ends Cancelled; a run that ends (succeeds, fails) first answers the request. A run
+/// cancelled while it waited for a decision waits again (under a new request id) when it is
+/// resumed or forked, so its approval is never skipped. A run failed with
+/// reconciliation_required keeps its compensations for an operator: a reconciliation reopens
+/// it, and resume() continues it from the recorded receipt; resumed without one, it gives up
+/// and runs its compensations.
 ///
 /// Reasons a run fails are outcomes (Outcome::reason), not exceptions; misuse and
 /// infrastructure failures are exceptions (errors.hpp): resuming a finished run (run_finished),

@@ -6,7 +6,9 @@
 /// thread reads the run's requests newer than the one it answered last and, when there is one,
 /// requests stop on the call's stop_source. The run loop commits the cancellation at its next
 /// check between steps. One shared thread, not one per call: a run call costs a registration
-/// (a lock and a list insert), not a thread start and join.
+/// (a lock and a list insert), not a thread start and join. The stop_source's callbacks (the
+/// node's std::stop_callbacks) run on that thread: keep them short. A child of fork() starts
+/// with a watcher of its own (the parent's registrations are not polled there).
 
 #include <chrono>
 #include <cstdint>
