@@ -289,7 +289,8 @@ TEST_CASE("graph shape: Graph::approval_gate and Graph::effects mark a node") {
   Harness h;
   h.node("a", halt());
   h.graph.entry("a").approval_gate("a").effects("a", {"refund", "mail"});
-  const ag::NodeShape& a = h.graph.shape().nodes.at(0);
+  const ag::GraphShape shape = h.graph.shape();
+  const ag::NodeShape& a = shape.nodes.at(0);
   CHECK(a.approval);
   CHECK(a.effects == std::vector<std::string>{"refund", "mail"});
   CHECK_FALSE(a.declared);
