@@ -56,6 +56,20 @@ void print_cancel(const std::string& run, const CancelResult& r) {
               << ")\n";
 }
 
+/// The end of a bulk form: its JSON document, or a line when no run matched; returns `rc`.
+int end_bulk(const Session& s, const char* kind, const char* verb, bool dry_run,
+             nlohmann::json results, bool none, int rc) {
+  if (s.json()) {
+    nlohmann::json doc = document(kind);
+    doc["dry_run"] = dry_run;
+    doc["runs"] = std::move(results);
+    print_json(doc);
+  } else if (none) {
+    std::cout << "no run to " << verb << '\n';
+  }
+  return rc;
+}
+
 }  // namespace
 
 int decide(Session& s, const DecideArgs& a) {
@@ -134,15 +148,7 @@ int cancel(Session& s, const BulkArgs& b, const std::string& as, const std::stri
       rc = 1;
     }
   }
-  if (s.json()) {
-    nlohmann::json doc = document("cancel_many");
-    doc["dry_run"] = b.dry_run;
-    doc["runs"] = std::move(results);
-    print_json(doc);
-  } else if (runs.empty()) {
-    std::cout << "no run to cancel\n";
-  }
-  return rc;
+  return end_bulk(s, "cancel_many", "cancel", b.dry_run, std::move(results), runs.empty(), rc);
 }
 
 int reconcile(Session& s, const ReconcileArgs& a) {
@@ -241,15 +247,7 @@ int delete_runs(Session& s, const BulkArgs& b) {
       rc = 1;
     }
   }
-  if (s.json()) {
-    nlohmann::json doc = document("delete");
-    doc["dry_run"] = b.dry_run;
-    doc["runs"] = std::move(results);
-    print_json(doc);
-  } else if (runs.empty()) {
-    std::cout << "no run to delete\n";
-  }
-  return rc;
+  return end_bulk(s, "delete", "delete", b.dry_run, std::move(results), runs.empty(), rc);
 }
 
 int gc(Session& s, const std::string& finished_before, std::optional<std::size_t> keep_last,
