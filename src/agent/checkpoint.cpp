@@ -118,6 +118,8 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
   if (c.decision) j["decision"] = *c.decision;
   if (c.cancel_handled != 0) j["cancel_handled"] = c.cancel_handled;
   if (c.reconciliation) j["reconciliation"] = *c.reconciliation;
+  if (!c.wake_at.empty()) j["wake_at"] = c.wake_at;
+  if (c.priority != 0) j["priority"] = c.priority;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -148,6 +150,10 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (auto h = j.find("cancel_handled"); h != j.end()) h->get_to(c.cancel_handled);
     c.reconciliation.reset();
     if (auto r = j.find("reconciliation"); r != j.end()) from_json(*r, c.reconciliation.emplace());
+    c.wake_at.clear();  // absent before timers existed, and when none
+    if (auto w = j.find("wake_at"); w != j.end()) w->get_to(c.wake_at);
+    c.priority = 0;
+    if (auto p = j.find("priority"); p != j.end()) p->get_to(c.priority);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

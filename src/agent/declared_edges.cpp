@@ -61,6 +61,11 @@ std::optional<std::string> GraphSpec::undeclared_edge(std::string_view node,
     return "node '" + from + "' halted, and it does not declare " + std::string(end_node) +
            declared;
   }
+  if (const auto* sleep = std::get_if<Sleep>(&next)) {
+    if (sleep->then.empty() || contains(*to, sleep->then)) return std::nullopt;
+    return "node '" + from + "' slept to continue at '" + sleep->then +
+           "', an edge it does not declare" + declared;
+  }
   const Interrupt& pause = std::get<Interrupt>(next);
   if (pause.then.empty() || contains(*to, pause.then)) return std::nullopt;
   return "node '" + from + "' paused to continue at '" + pause.then +

@@ -79,11 +79,17 @@ class Execution final : public EffectHost {
       }
     }
     if (cp_.status == RunStatus::WaitingApproval) {
-      if (!decision)  // resume_run() refuses this first
-        throw graph_error("trellis: run '" + cp_.run_id + "' waits for a decision");
+      if (!decision) {
+        // The expiry timer: nobody decided in time (a Worker claims the run when it is due).
+        if (auto expired = expiry_passed()) return std::move(*expired);
+        return outcome();  // not expired yet (a clock behind the store's): nothing to do
+      }
       if (auto out = decide(*decision)) return std::move(*out);
       emit(EventKind::resumed, cp_.next_node, 0.0);
     } else if (cp_.status == RunStatus::Queued || cp_.status == RunStatus::Waiting) {
+      // A timer not due yet (a Sleep, a durable backoff, a run enqueued for later): nothing
+      // to do, nothing written.
+      if (!cp_.wake_at.empty() && now_iso8601(clock_) < cp_.wake_at) return outcome();
       change(RunEvent::Start);
     }
     // The node's stop_token also fires on a cancel request (looked for every cancel_poll).
@@ -136,6 +142,16 @@ class Execution final : public EffectHost {
     return d;
   }
 
+  /// Fails a pause whose approval request expired, with no decision; nullopt when it has not.
+  std::optional<RunResult> expiry_passed() {
+    const std::optional<ApprovalRequest>& request =
+        cp_.interrupt ? cp_.interrupt->approval : std::nullopt;
+    if (!request || !request->expires_at || clock_.now() <= *request->expires_at)
+      return std::nullopt;
+    return fail(Reason::approval_expired, "nobody decided before the approval request expired at " +
+                                              format_time(*request->expires_at));
+  }
+
   /// Applies a decision to a paused run, committing it first (the audit trail, and what the
   /// step sees again if it reruns after a crash); returns an outcome when it ends the run.
   std::optional<RunResult> decide(const Resume& given) {
@@ -183,6 +199,8 @@ class Execution final : public EffectHost {
     for (;;) {
       keeper_.check();  // a lost lease stops the run where it is (run_busy)
       if (options_.stop.stop_requested()) return cancel(std::nullopt);
+      // A worker shutting down gives the run back as it is (runnable), never cancelled.
+      if (options_.yield.stop_requested()) return outcome();
       // An operator's cancel request (Store::request_cancel), from any process.
       if (auto asked = pending_cancel()) return cancel(std::move(*asked));
       if (cp_.step >= spec_.max_steps)
@@ -266,8 +284,10 @@ class Execution final : public EffectHost {
       state_ = std::move(work);
       if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
       if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
+      if (std::holds_alternative<Sleep>(*next)) change(RunEvent::Wait);
       Checkpoint done =
           next_checkpoint(cp_, *next, name, effect_step, typed_.state_to_json(*state_));
+      if (const auto* sleep = std::get_if<Sleep>(&*next)) done.wake_at = wake_time(*sleep, clock_);
       if (terminal(done.status)) answer_cancels(done);  // a request to a finished run is moot
       commit(std::move(done));
       if (const auto* go = std::get_if<Goto>(&*next)) {
@@ -275,6 +295,11 @@ class Execution final : public EffectHost {
       } else if (std::holds_alternative<Halt>(*next)) {
         emit(EventKind::step_completed, name, ms, step_detail(nullptr));
         emit(EventKind::graph_completed, name, 0.0);
+        return outcome();
+      } else if (std::holds_alternative<Sleep>(*next)) {
+        emit(EventKind::step_completed, name, ms, step_detail(cp_.next_node));
+        emit(EventKind::waiting, cp_.next_node, 0.0, {{"wake_at", cp_.wake_at}});
+        if (auto asked = pending_cancel()) return cancel(std::move(*asked));
         return outcome();
       } else {
         emit(EventKind::step_completed, name, ms, step_detail(cp_.next_node));
@@ -323,13 +348,22 @@ class Execution final : public EffectHost {
     if (failed >= spec_.retry.attempts)
       return fail(Reason::retries_exhausted,
                   "node '" + node + "' failed " + std::to_string(failed) + " times: " + what);
+    const auto wait = backoff(spec_.retry, failed, options_.random());
     Checkpoint c = base();
     c.status = RunStatus::Running;
     c.attempt = failed;
+    if (options_.durable_waits) {  // a timer: the run is given back until the backoff ends
+      change(RunEvent::Wait);
+      c.status = RunStatus::Waiting;
+      c.wake_at = format_time(clock_.now() + wait);
+    }
     commit(std::move(c));
-    const auto wait = backoff(spec_.retry, failed, options_.random());
     emit(EventKind::retry_scheduled, node, 0.0,
          {{"attempt", failed}, {"backoff_ms", wait.count()}, {"error", what}});
+    if (options_.durable_waits) {
+      emit(EventKind::waiting, cp_.next_node, 0.0, {{"wake_at", cp_.wake_at}});
+      return outcome();
+    }
     clock_.sleep_for(wait, keeper_.stop_token());
     return std::nullopt;
   }
@@ -363,6 +397,7 @@ class Execution final : public EffectHost {
     c.reason = Reason::none;
     c.detail.clear();
     c.reconciliation.reset();  // only in the checkpoint that reopened the run
+    c.wake_at.clear();         // only while the timer is pending
     if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
     return c;
   }
@@ -413,6 +448,7 @@ class Execution final : public EffectHost {
       out.interrupt = cp_.interrupt;
       out.request_id = request_id(cp_);
     }
+    if (cp_.status == RunStatus::Waiting) out.wake_at = cp_.wake_at;
     return out;
   }
 
@@ -472,12 +508,16 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
   c.rerun_step.reset();
   c.decision.reset();  // used up by this step (a new pause waits for a decision of its own)
   c.reconciliation.reset();
+  c.wake_at.clear();  // the caller sets it for a Sleep (wake_time)
   if (const auto* go = std::get_if<Goto>(&next)) {
     c.status = RunStatus::Running;
     c.next_node = go->node;
   } else if (std::holds_alternative<Halt>(next)) {
     c.status = RunStatus::Succeeded;
     c.next_node.clear();
+  } else if (const auto* sleep = std::get_if<Sleep>(&next)) {
+    c.status = RunStatus::Waiting;
+    c.next_node = sleep->then.empty() ? std::string(node) : sleep->then;
   } else {
     const Interrupt& pause = std::get<Interrupt>(next);
     c.status = RunStatus::WaitingApproval;
@@ -487,6 +527,10 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
     c.interrupt = pause;
   }
   return c;
+}
+
+std::string wake_time(const Sleep& sleep, const Clock& clock) {
+  return format_time(sleep.until ? *sleep.until : clock.now() + sleep.duration);
 }
 
 std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
@@ -533,6 +577,56 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
   return ex.start(nullptr);
 }
 
+namespace {
+
+/// resume_run and advance_claimed, once the run's lease is held: `cp` is its newest checkpoint.
+RunResult continue_run(const GraphSpec& spec, StateInterface& typed, Store& store,
+                       const Resume* decision, RunOptions& options, LeaseKeeper& keeper,
+                       Checkpoint cp, bool claimed) {
+  const std::string& run_id = cp.run_id;
+  const std::string fingerprint = spec.fingerprint();
+  if (cp.fingerprint != fingerprint)
+    throw graph_mismatch(mismatch(run_id, cp.fingerprint, fingerprint));
+  trellis::failpoint("resume.started", run_id);
+  if (cp.status == RunStatus::Failed) {
+    // A failed run whose compensations did not all run (a crash, or no function for them in
+    // that process) finishes them; otherwise it is over.
+    std::unique_ptr<StateBox> state = decode_state(spec, typed, cp);
+    Execution ex(spec, typed, store, options, keeper, std::move(cp), std::move(state));
+    if (auto out = ex.finish_compensations()) return std::move(*out);
+    throw run_finished("trellis: run '" + run_id + "' has already failed; it cannot be resumed");
+  }
+  if (cp.status == RunStatus::Succeeded)
+    throw run_finished("trellis: run '" + run_id + "' has already succeeded; it cannot be resumed");
+  // Without a decision, a pause is advanced only to fail it when its request expired.
+  const bool expired = cp.interrupt && cp.interrupt->approval &&
+                       cp.interrupt->approval->expires_at &&
+                       clock_of(options).now() > *cp.interrupt->approval->expires_at;
+  if (cp.status == RunStatus::WaitingApproval && decision == nullptr && !expired && !claimed)
+    throw graph_error("trellis: run '" + run_id +
+                      "' waits for a decision: resume it with Approve, Reject or Input");
+  std::unique_ptr<StateBox> state = decode_state(spec, typed, cp);
+  if (cp.schema != spec.schema) {
+    // Migrated: every later checkpoint holds the state in this program's schema, and says so
+    // (otherwise the next resume would migrate it again, and a failure would commit the old
+    // form).
+    cp.state = typed.state_to_json(*state);
+    cp.schema = spec.schema;
+  }
+  // A crash, or (claimed) a run a worker picks up; a fresh enqueued run logged graph_started.
+  const bool fresh = cp.status == RunStatus::Queued && cp.seq == 0;
+  const bool due = cp.wake_at.empty() || now_iso8601(clock_of(options)) >= cp.wake_at;
+  const bool after_crash =
+      (cp.status == RunStatus::Queued || cp.status == RunStatus::Running) && !fresh && due;
+  const std::string at = cp.next_node;
+  Execution ex(spec, typed, store, options, keeper, std::move(cp), std::move(state));
+  // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
+  if (after_crash) ex.emit(EventKind::resumed, at, 0.0);
+  return ex.start(decision);
+}
+
+}  // namespace
+
 RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
                      Store& store, const Resume* decision, RunOptions options) {
   check_run_id(run_id);
@@ -541,37 +635,52 @@ RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::st
   LeaseKeeper keeper(store, lease.token(), options.stop);
   std::optional<Checkpoint> cp = store.latest(run_id);
   if (!cp) throw unknown_run("trellis: no run '" + run_id + "' in the store");
-  const std::string fingerprint = spec.fingerprint();
-  if (cp->fingerprint != fingerprint)
-    throw graph_mismatch(mismatch(run_id, cp->fingerprint, fingerprint));
-  trellis::failpoint("resume.started", run_id);
-  if (cp->status == RunStatus::Failed) {
-    // A failed run whose compensations did not all run (a crash, or no function for them in
-    // that process) finishes them; otherwise it is over.
-    std::unique_ptr<StateBox> state = decode_state(spec, typed, *cp);
-    Execution ex(spec, typed, store, options, keeper, std::move(*cp), std::move(state));
-    if (auto out = ex.finish_compensations()) return std::move(*out);
-    throw run_finished("trellis: run '" + run_id + "' has already failed; it cannot be resumed");
+  return continue_run(spec, typed, store, decision, options, keeper, std::move(*cp), false);
+}
+
+RunResult advance_claimed(const GraphSpec& spec, StateInterface& typed, Claim claim, Store& store,
+                          RunOptions options) {
+  validate(spec);
+  Lease lease = std::move(claim.lease);
+  LeaseKeeper keeper(store, lease.token(), options.stop);
+  return continue_run(spec, typed, store, nullptr, options, keeper, std::move(claim.newest), true);
+}
+
+void enqueue_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                 std::unique_ptr<StateBox> initial, Store& store, const EnqueueOptions& options) {
+  check_run_id(run_id);
+  validate(spec);
+  Clock& clock = options.clock != nullptr ? *options.clock : SystemClock::instance();
+  Checkpoint first;
+  first.run_id = run_id;
+  first.status = RunStatus::Queued;
+  first.next_node = spec.entry;
+  first.state = typed.state_to_json(*initial);
+  first.schema = spec.schema;
+  first.fingerprint = spec.fingerprint();
+  first.priority = options.priority;
+  if (options.at) first.wake_at = format_time(*options.at);
+  first.created_at = now_iso8601(clock);
+  if (store.latest(run_id))
+    throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
+  store.put_graph(spec.shape());
+  try {
+    store.create(first);
+  } catch (const run_busy&) {  // created meanwhile by another process
+    throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
   }
-  if (cp->status == RunStatus::Succeeded)
-    throw run_finished("trellis: run '" + run_id + "' has already succeeded; it cannot be resumed");
-  if (cp->status == RunStatus::WaitingApproval && decision == nullptr)
-    throw graph_error("trellis: run '" + run_id +
-                      "' waits for a decision: resume it with Approve, Reject or Input");
-  std::unique_ptr<StateBox> state = decode_state(spec, typed, *cp);
-  if (cp->schema != spec.schema) {
-    // Migrated: every later checkpoint holds the state in this program's schema, and says so
-    // (otherwise the next resume would migrate it again, and a failure would commit the old
-    // form).
-    cp->state = typed.state_to_json(*state);
-    cp->schema = spec.schema;
+  const RunEventRecord e{std::string(to_string(EventKind::graph_started)),
+                         run_id,
+                         0,
+                         {},
+                         first.created_at,
+                         0.0,
+                         nlohmann::json::object()};
+  try {
+    store.append_event(run_id, nlohmann::json(e));
+  } catch (const std::exception&) {  // the log is observability
   }
-  const bool after_crash = cp->status == RunStatus::Queued || cp->status == RunStatus::Running;
-  const std::string at = cp->next_node;
-  Execution ex(spec, typed, store, options, keeper, std::move(*cp), std::move(state));
-  // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
-  if (after_crash) ex.emit(EventKind::resumed, at, 0.0);
-  return ex.start(decision);
+  spec.events.publish(e);
 }
 
 void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t seq,

@@ -198,6 +198,7 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   Checkpoint c;
   if (out.reason == Reason::none) {
     c = next_checkpoint(cp, out.next, node, effect_step, typed.state_to_json(*state));
+    if (const auto* sleep = std::get_if<Sleep>(&out.next)) c.wake_at = wake_time(*sleep, clock);
   } else {  // what the loop's fail() commits
     c = cp;
     c.status = RunStatus::Failed;
@@ -224,6 +225,9 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   } else if (std::holds_alternative<Halt>(out.next)) {
     host.emit(EventKind::step_completed, node, ms, {{"next", nullptr}});
     host.emit(EventKind::graph_completed, node, 0.0);
+  } else if (std::holds_alternative<Sleep>(out.next)) {
+    host.emit(EventKind::step_completed, node, ms, {{"next", c.next_node}});
+    host.emit(EventKind::waiting, c.next_node, 0.0, {{"wake_at", c.wake_at}});
   } else {
     host.emit(EventKind::step_completed, node, ms, {{"next", c.next_node}});
     host.emit(EventKind::interrupted, node, 0.0,

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 
 #include <trellis/io/utc_time.hpp>
 
+#include "trellis/agent/clock.hpp"
 #include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/errors.hpp"
 
@@ -56,6 +59,79 @@ std::vector<RunSummary> Store::list_runs(const RunFilter& filter) {
   std::sort(out.begin(), out.end(),
             [](const RunSummary& a, const RunSummary& b) { return a.run_id < b.run_id; });
   return out;
+}
+
+namespace {
+
+/// Claim order: higher priority first, then the earliest due, then the run id.
+bool claim_order(const RunSummary& a, const RunSummary& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.due != b.due) return a.due < b.due;
+  return a.run_id < b.run_id;
+}
+
+/// Keeps the summaries due at or before `now`, of `fingerprints` (nullptr: any), in claim
+/// order, at most `limit`.
+std::vector<RunSummary> due_of(std::vector<RunSummary> all, const std::string& now,
+                               const std::vector<std::string>* fingerprints, std::size_t limit) {
+  std::erase_if(all, [&](const RunSummary& s) {
+    if (s.due.empty() || s.due > now) return true;  // fixed-width UTC: text order is time order
+    return fingerprints != nullptr && std::find(fingerprints->begin(), fingerprints->end(),
+                                                s.fingerprint) == fingerprints->end();
+  });
+  std::sort(all.begin(), all.end(), claim_order);
+  if (all.size() > limit) all.resize(limit);
+  return all;
+}
+
+/// Takes the lease of each candidate in turn (skipping held ones) until `limit` are claimed;
+/// keeps a run only when its newest checkpoint, read under the lease, is still due.
+template <class TakeLease, class ReadLatest>
+std::vector<Claim> claim_candidates(const std::vector<RunSummary>& candidates,
+                                    const std::string& now, std::size_t limit, TakeLease take,
+                                    ReadLatest read) {
+  std::vector<Claim> out;
+  for (const RunSummary& c : candidates) {
+    if (out.size() >= limit) break;
+    std::optional<Lease> lease = take(c.run_id);
+    if (!lease) continue;
+    std::optional<Checkpoint> newest = read(c.run_id);
+    if (!newest) continue;  // deleted meanwhile
+    const std::optional<std::string> due = due_at(*newest);
+    if (!due || *due > now) continue;  // advanced meanwhile by the holder we waited for
+    out.push_back(Claim{std::move(*lease), std::move(*newest)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Claim> Store::claim(const ClaimRequest& request) {
+  const std::string now = detail::format_time(std::chrono::system_clock::now());
+  const std::vector<RunSummary> candidates =
+      due_of(list_runs(), now, &request.fingerprints, request.limit * 4 + 8);
+  return claim_candidates(
+      candidates, now, request.limit,
+      [&](const std::string& id) -> std::optional<Lease> {
+        try {
+          return lease(id, request.owner);
+        } catch (const run_busy&) {
+          return std::nullopt;
+        }
+      },
+      [&](const std::string& id) { return latest(id); });
+}
+
+std::vector<RunSummary> Store::due_runs(std::size_t limit) {
+  return due_of(list_runs(), detail::format_time(std::chrono::system_clock::now()), nullptr, limit);
+}
+
+bool Store::wait_for_work(std::chrono::milliseconds timeout, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, timeout, [] { return false; });
+  return false;
 }
 
 void Store::delete_run(std::string_view run_id) {
@@ -244,6 +320,35 @@ std::vector<RunSummary> StoreProtocol::read_summaries(const RunFilter& filter) {
 bool StoreProtocol::erase_run(std::string_view run_id) {
   Store::delete_run(run_id);  // refuses
   return false;
+}
+
+std::vector<RunSummary> StoreProtocol::read_due(const std::string& now,
+                                                const std::vector<std::string>* fingerprints,
+                                                std::size_t limit) {
+  return due_of(read_summaries(RunFilter{}), now, fingerprints, limit);
+}
+
+std::string StoreProtocol::store_now() {
+  return trellis::agent::detail::format_time(std::chrono::system_clock::now());
+}
+
+std::vector<Claim> StoreProtocol::claim(const ClaimRequest& request) {
+  if (request.fingerprints.empty() || request.limit == 0) return {};
+  const std::string now = store_now();
+  // More candidates than asked for: some are held (a live worker), some moved on.
+  const std::vector<RunSummary> candidates =
+      read_due(now, &request.fingerprints, request.limit * 4 + 8);
+  return claim_candidates(
+      candidates, now, request.limit,
+      [&](const std::string& id) {
+        std::string holder;
+        return take_lease(id, request.owner, holder);
+      },
+      [&](const std::string& id) { return read_latest(id); });
+}
+
+std::vector<RunSummary> StoreProtocol::due_runs(std::size_t limit) {
+  return read_due(store_now(), nullptr, limit);
 }
 
 void StoreProtocol::write_graph(const GraphShape&) {}

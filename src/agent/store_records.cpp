@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trellis/agent/cancel_request.hpp"
+#include "trellis/agent/clock.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph_shape.hpp"
 #include "trellis/agent/run_summary.hpp"
@@ -38,7 +39,29 @@ RunSummary summarize(const Checkpoint& newest, std::string created_at) {
   s.updated_at = newest.created_at;
   s.fingerprint = newest.fingerprint;
   s.request = request_id(newest);
+  s.due = due_at(newest).value_or(std::string());
+  s.priority = newest.priority;
   return s;
+}
+
+std::optional<std::string> due_at(const Checkpoint& cp) {
+  switch (cp.status) {
+    case RunStatus::Queued:
+      return cp.wake_at.empty() ? cp.created_at : cp.wake_at;
+    case RunStatus::Running:
+      return cp.created_at;
+    case RunStatus::Waiting:
+      return cp.wake_at.empty() ? cp.created_at : cp.wake_at;
+    case RunStatus::WaitingApproval:
+      if (cp.interrupt && cp.interrupt->approval && cp.interrupt->approval->expires_at)
+        return detail::format_time(*cp.interrupt->approval->expires_at);
+      return std::nullopt;
+    case RunStatus::Succeeded:
+    case RunStatus::Failed:
+    case RunStatus::Cancelled:
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 bool RunFilter::matches(const RunSummary& s) const {
@@ -59,6 +82,8 @@ void to_json(nlohmann::json& j, const RunSummary& s) {
        {"updated_at", s.updated_at},
        {"fingerprint", s.fingerprint},
        {"request", s.request}};
+  if (!s.due.empty()) j["due"] = s.due;
+  if (s.priority != 0) j["priority"] = s.priority;
 }
 
 void from_json(const nlohmann::json& j, RunSummary& s) {
@@ -73,6 +98,8 @@ void from_json(const nlohmann::json& j, RunSummary& s) {
     j.at("updated_at").get_to(s.updated_at);
     j.at("fingerprint").get_to(s.fingerprint);
     j.at("request").get_to(s.request);
+    s.due = j.value("due", std::string());  // absent when none, and before timers existed
+    s.priority = j.value("priority", 0);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a run summary does not decode: ") + e.what());
   }

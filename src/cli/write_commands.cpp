@@ -360,6 +360,13 @@ namespace {
 nlohmann::json next_json(const NextStep& next) {
   if (const auto* go = std::get_if<Goto>(&next)) return {{"kind", "goto"}, {"node", go->node}};
   if (std::holds_alternative<Halt>(next)) return {{"kind", "halt"}};
+  if (const auto* sleep = std::get_if<Sleep>(&next)) {
+    nlohmann::json j = {{"kind", "sleep"}, {"then", sleep->then}};
+    if (sleep->until) j["until"] = trellis::agent::detail::format_time(*sleep->until);
+    j["duration_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(sleep->duration).count();
+    return j;
+  }
   const Interrupt& i = std::get<Interrupt>(next);
   nlohmann::json j = interrupt_json(i, "", "");
   j.erase("id");
@@ -371,6 +378,8 @@ nlohmann::json next_json(const NextStep& next) {
 std::string next_text(const NextStep& next) {
   if (const auto* go = std::get_if<Goto>(&next)) return "goto " + go->node;
   if (std::holds_alternative<Halt>(next)) return "halt";
+  if (const auto* sleep = std::get_if<Sleep>(&next))
+    return "sleep, then " + (sleep->then.empty() ? std::string("again") : sleep->then);
   return "interrupt: " + std::get<Interrupt>(next).reason;
 }
 

@@ -59,6 +59,14 @@ struct Checkpoint {
   /// In the Queued checkpoint that reopens a run failed with reconciliation_required: the
   /// operator's record (and nowhere else).
   std::optional<Reconciliation> reconciliation;
+  /// While Waiting: when its timer fires (a Sleep, a retry backoff made durable), ISO-8601 UTC
+  /// by the clock of the run call that committed it; on a Queued run enqueued for later
+  /// (EnqueueOptions::at): when it may start. Empty otherwise. (The JSON member is written only
+  /// when set.)
+  std::string wake_at;
+  /// The run's priority among runnable runs (Workers claim higher first; set by enqueue and
+  /// carried by every checkpoint). (The JSON member is written only when not 0.)
+  int priority = 0;
   Reason reason = Reason::none;
   std::string detail;
   std::string created_at;  ///< ISO-8601 UTC

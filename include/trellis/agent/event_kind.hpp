@@ -17,7 +17,7 @@
 namespace trellis::agent {
 
 enum class EventKind {
-  /// run() created the run's first checkpoint (Queued). node: empty. detail: {}.
+  /// run() or enqueue() created the run's first checkpoint (Queued). node: empty. detail: {}.
   graph_started,
   /// A run call continues a run: after a crash (from resume(), node: the node to run), after a
   /// decision on a pause or after a cancellation. detail: {}.
@@ -79,12 +79,16 @@ enum class EventKind {
   /// (operations.hpp), and the run was reopened. node: the node to run next. detail: the
   /// Reconciliation as stored ({"key", "happened", "result", "by", "reason", "at"}).
   reconciled,
+  /// The run waits on a timer (Waiting committed): a node's Sleep, or a retry backoff made
+  /// durable (RunOptions::durable_waits). node: the node to run when it fires. detail:
+  /// {"wake_at": ISO-8601 UTC}.
+  waiting,
 };
 TRELLIS_ENUM(EventKind, graph_started, resumed, step_started, step_completed, retry_scheduled,
              interrupted, decision_recorded, graph_completed, graph_failed, cancelled,
              effect_started, effect_completed, effect_failed, effect_replayed,
              effect_reconciliation_required, compensation_pending, compensation_started,
-             compensation_completed, compensation_failed, reconciled);
+             compensation_completed, compensation_failed, reconciled, waiting);
 
 /// The stable name of `kind` (what the stores' event logs hold).
 constexpr std::string_view to_string(EventKind kind) noexcept {

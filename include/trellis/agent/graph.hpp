@@ -133,6 +133,7 @@
 namespace trellis::agent {
 
 class EventBus;  // <trellis/signals2/event_bus.hpp>
+class Worker;    // worker.hpp
 
 template <class S>
 class Graph : private detail::StateInterface {
@@ -257,10 +258,20 @@ class Graph : private detail::StateInterface {
                                    store, std::move(options)));
   }
 
+  /// Starts run `run_id` in the background: writes its first checkpoint (Queued at the entry
+  /// node, with `options`' priority and start time) and returns at once; a Worker that has
+  /// this graph runs it (worker.hpp). graph_error when the run exists.
+  void enqueue(const std::string& run_id, S initial, Store& store, EnqueueOptions options = {}) {
+    detail::enqueue_run(spec_, *this, run_id, std::make_unique<Box>(std::move(initial)), store,
+                        options);
+  }
+
   /// Continues run `run_id` from its newest checkpoint: after a crash, a cancellation or a
   /// pause (which needs `decision`: Approve, Reject or Input; it is committed before the step
-  /// it lets run, and a resume after a crash during that step reuses it). A decision given to
-  /// a run that is not paused is ignored.
+  /// it lets run, and a resume after a crash during that step reuses it; a pause whose approval
+  /// request expired fails with approval_expired, decision or not). A decision given to a run
+  /// that is not paused is ignored. A run Waiting on a timer continues once the timer is due;
+  /// before, the call returns it Waiting and writes nothing.
   Outcome<S> resume(const std::string& run_id, Store& store,
                     std::optional<Resume> decision = std::nullopt, RunOptions options = {}) {
     return typed(detail::resume_run(spec_, *this, run_id, store, decision ? &*decision : nullptr,
@@ -309,6 +320,7 @@ class Graph : private detail::StateInterface {
     out.state = std::move(unbox(*r.state));
     out.interrupt = std::move(r.interrupt);
     out.request_id = std::move(r.request_id);
+    out.wake_at = std::move(r.wake_at);
     return out;
   }
 
@@ -351,6 +363,8 @@ class Graph : private detail::StateInterface {
     for (const auto& hook : hooks_) next = hook->after(node, unbox(state), std::move(next), ctx);
     return next;
   }
+
+  friend class Worker;  // runs claimed runs through spec_ and the StateInterface
 
   detail::GraphSpec spec_;
   std::vector<std::unique_ptr<Node<S>>> nodes_;  ///< by number (GraphSpec::nodes)

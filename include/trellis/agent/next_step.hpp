@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// What a node returns: where the run goes next. `Goto{"review"}` names the next node (an
-/// unknown name fails the run with reason unknown_node), `Halt{}` ends it successfully, and
-/// `Interrupt{...}` pauses it until a resume (optionally asking for an approval).
+/// unknown name fails the run with reason unknown_node), `Halt{}` ends it successfully,
+/// `Interrupt{...}` pauses it until a resume (optionally asking for an approval), and
+/// `Sleep{...}` pauses it on a durable timer (the run is Waiting until the time comes).
 
 #include <chrono>
 #include <optional>
@@ -37,7 +38,19 @@ struct Interrupt {
   std::string then = {};
 };
 
-using NextStep = std::variant<Goto, Halt, Interrupt>;
+/// Pause the run on a durable timer: the step commits (its state, one more step) with the run
+/// Waiting until `until` (when set) or `duration` after the commit, by the run call's clock;
+/// then it continues at `then` (empty: the sleeping node runs again). The timer lives in the
+/// store: it survives restarts and fires once, when a Worker (worker.hpp) claims the due run,
+/// or when resume() is called at or after the time (before it, resume() returns the run
+/// Waiting and writes nothing). `Sleep{.duration = 10min, .then = "poll"}`.
+struct Sleep {
+  std::chrono::system_clock::duration duration{};
+  std::optional<std::chrono::system_clock::time_point> until = std::nullopt;
+  std::string then = {};
+};
+
+using NextStep = std::variant<Goto, Halt, Interrupt, Sleep>;
 
 inline bool operator==(const ApprovalRequest& a, const ApprovalRequest& b) {
   return a.action == b.action && a.proposed_input == b.proposed_input &&

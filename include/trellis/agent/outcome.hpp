@@ -37,7 +37,9 @@ TRELLIS_ENUM(Reason, none, approval_rejected, approval_expired, denied, max_step
 /// The result of Graph::run or Graph::resume.
 template <class S>
 struct Outcome {
-  RunStatus status = RunStatus::Queued;  ///< Succeeded, Failed, WaitingApproval or Cancelled
+  /// Succeeded, Failed, WaitingApproval, Waiting (a Sleep, or a durable retry backoff) or
+  /// Cancelled
+  RunStatus status = RunStatus::Queued;
   Reason reason = Reason::none;
   std::string detail = {};
   std::uint64_t steps = 0;                            ///< committed steps so far
@@ -46,11 +48,14 @@ struct Outcome {
   /// While WaitingApproval: the id of the pending request, what a decision names
   /// (operations.hpp: record_decision; `trellis approve RUN --request ID`).
   std::string request_id = {};
+  /// While Waiting: when its timer fires (ISO-8601 UTC; Checkpoint::wake_at).
+  std::string wake_at = {};
 
   bool succeeded() const noexcept { return status == RunStatus::Succeeded; }
   bool interrupted() const noexcept { return status == RunStatus::WaitingApproval; }
   bool failed() const noexcept { return status == RunStatus::Failed; }
   bool cancelled() const noexcept { return status == RunStatus::Cancelled; }
+  bool waiting() const noexcept { return status == RunStatus::Waiting; }
 };
 
 }  // namespace trellis::agent

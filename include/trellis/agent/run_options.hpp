@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -30,6 +31,23 @@ struct RunOptions {
   /// Follows the run's status as reactive state (state_is); set at the start of the call.
   /// Include <trellis/agent/run_monitor.hpp> to make one.
   RunMonitor* monitor = nullptr;
+  /// Waits become timers: a retry backoff commits the run Waiting until the backoff ends and
+  /// the call returns (Outcome::waiting()), instead of sleeping in the call. A Worker sets it,
+  /// so no thread of its pool sleeps on a run. (A Sleep is always a timer.)
+  bool durable_waits = false;
+  /// Gives the run back between steps when requested: the step in flight commits, then the call
+  /// returns with the run as it is (Outcome status Running or Queued: runnable, its lease
+  /// released, so another worker continues it). A Worker's stop() uses it; unlike `stop`, it
+  /// does not cancel the run.
+  std::stop_token yield = {};
+};
+
+/// How Graph::enqueue starts a run in the background.
+struct EnqueueOptions {
+  int priority = 0;  ///< workers claim higher first (Checkpoint::priority)
+  /// Not before this time (nullopt: at once).
+  std::optional<std::chrono::system_clock::time_point> at = std::nullopt;
+  Clock* clock = nullptr;  ///< for created_at (nullptr: SystemClock)
 };
 
 }  // namespace trellis::agent

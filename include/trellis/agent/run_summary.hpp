@@ -27,9 +27,21 @@ struct RunSummary {
   std::string updated_at;   ///< ISO-8601 UTC: when its newest checkpoint was committed
   std::string fingerprint;  ///< the graph that wrote it
   std::string request;      ///< while WaitingApproval: the pending request's id; else empty
+  /// When a Worker may advance the run (due_at(newest)); empty when nothing but a person makes
+  /// it runnable (ended, cancelled, waiting for a decision without an expiry).
+  std::string due;
+  int priority = 0;  ///< Checkpoint::priority
 
   friend bool operator==(const RunSummary&, const RunSummary&) = default;
 };
+
+/// When a Worker may advance the run whose newest checkpoint is `cp` (ISO-8601 UTC text, which
+/// sorts as time does), or nullopt when no worker should: Queued at its wake_at, else at once
+/// (its created_at); Running at once (a run whose worker died: claimable when its lease is
+/// free); Waiting at its wake_at; WaitingApproval at its approval request's expires_at (the
+/// expiry timer: the worker fails it with approval_expired), nullopt without one; Succeeded,
+/// Failed and Cancelled: nullopt.
+std::optional<std::string> due_at(const Checkpoint& cp);
 
 /// The summary of a run whose newest checkpoint is `newest`, created at `created_at`.
 RunSummary summarize(const Checkpoint& newest, std::string created_at);

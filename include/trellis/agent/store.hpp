@@ -42,6 +42,17 @@
 ///   its lease (run_busy).
 /// - Graph shapes (`put_graph`, `graph`): what run() stores so that a program without the
 ///   graph can draw it; one per fingerprint, the newest put wins.
+/// - Claiming (workers, worker.hpp): `claim` takes, in one call, the leases of up to `limit`
+///   runs that are runnable and due (RunSummary::due at or before the store's clock: the
+///   database's, never the caller's), whose lease is free (released, expired, or its holder
+///   provably dead) and whose fingerprint is one the caller has, higher priority first, then
+///   the earliest due. Each claim is a taking of the run's lease (a new epoch), so everything
+///   `lease` promises holds for it: fenced commits and effect records, renewal, release by
+///   RAII. Two callers never claim the same run; a run claimed is returned with its newest
+///   checkpoint, read under the lease. `due_runs` lists what is due without taking anything
+///   (the worker reports runs of graphs it does not have from it). `wait_for_work` is how an
+///   idle worker waits between polls: a store that can be told of new work (PostgreSQL's
+///   LISTEN) returns early when it is.
 /// - Opening: a store opened to read (FileStoreOptions::read_only, SqliteStoreOptions) writes
 ///   nothing, not even an upgrade; a path that holds no store is not_a_store.
 /// Run ids are validated by `check_run_id` in every call of every store, before anything else
@@ -55,6 +66,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +119,19 @@ class Lease {
  private:
   LeaseToken token_;
   Handle handle_{nullptr, [](void*) {}};
+};
+
+/// What a worker asks Store::claim for.
+struct ClaimRequest {
+  std::string owner = "worker";           ///< the lease owner's name (messages, `runs ls`)
+  std::vector<std::string> fingerprints;  ///< the graphs the worker has (empty: none is claimed)
+  std::size_t limit = 1;                  ///< at most this many runs
+};
+
+/// A run a worker claimed: its lease, and its newest checkpoint read under the lease.
+struct Claim {
+  Lease lease;
+  Checkpoint newest;
 };
 
 class Store {
@@ -170,6 +195,18 @@ class Store {
   virtual void put_graph(const GraphShape& shape);
   /// The shape stored under `fingerprint`, if any.
   virtual std::optional<GraphShape> graph(std::string_view fingerprint);
+
+  // --- workers (see "Claiming" above) --------------------------------------------------------
+
+  /// Claims up to `request.limit` runnable, due runs of the request's graphs (their leases
+  /// taken for `request.owner`), higher priority first, then earliest due.
+  virtual std::vector<Claim> claim(const ClaimRequest& request);
+  /// Up to `limit` runs that are due now and whose lease is free, of any graph, in claim
+  /// order (higher priority, then earliest due). Takes nothing.
+  virtual std::vector<RunSummary> due_runs(std::size_t limit);
+  /// Waits up to `timeout` (or until `stop`) for work; true when the store was told of some
+  /// (a store without notifications sleeps and returns false).
+  virtual bool wait_for_work(std::chrono::milliseconds timeout, std::stop_token stop);
 };
 
 }  // namespace trellis::agent

@@ -33,10 +33,7 @@
 #include "trellis/agent/run_context.hpp"
 #include "trellis/agent/run_options.hpp"
 #include "trellis/agent/run_status.hpp"
-
-namespace trellis::agent {
-class Store;
-}  // namespace trellis::agent
+#include "trellis/agent/store.hpp"
 
 namespace trellis::agent::detail {
 
@@ -123,6 +120,7 @@ struct RunResult {
   std::unique_ptr<StateBox> state;  ///< the last committed state (never null)
   std::optional<Interrupt> interrupt;
   std::string request_id;  ///< while WaitingApproval
+  std::string wake_at;     ///< while Waiting
 };
 
 /// Graph::run: creates run `run_id` at the entry node and runs it until it ends or pauses.
@@ -131,6 +129,14 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
 /// Graph::resume; `decision`: nullptr when none was given.
 RunResult resume_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
                      Store& store, const Resume* decision, RunOptions options);
+/// Graph::enqueue: writes run `run_id`'s first checkpoint (Queued) and returns.
+void enqueue_run(const GraphSpec& spec, StateInterface& typed, const std::string& run_id,
+                 std::unique_ptr<StateBox> initial, Store& store, const EnqueueOptions& options);
+/// Worker: advances run `claim.newest.run_id`, whose lease `claim` holds (Store::claim), as
+/// resume_run does without a decision (a pause is advanced only when its approval expired: it
+/// fails). The lease is released when the call returns.
+RunResult advance_claimed(const GraphSpec& spec, StateInterface& typed, Claim claim, Store& store,
+                          RunOptions options);
 /// Graph::fork.
 void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t seq,
               const std::string& new_id, Store& store);
@@ -139,13 +145,16 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
 /// at its next node or `entry`, a pause forks waiting. graph_error when `new_id` exists.
 Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
                            std::string_view entry, Clock& clock);
+/// When a Sleep committed now by `clock` wakes: its `until`, else now + its duration (UTC text).
+std::string wake_time(const Sleep& sleep, const Clock& clock);
 /// Graph::decode_state: the state stored in `cp`, migrated to the spec's schema.
 std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
                                        const Checkpoint& cp);
 
 /// The checkpoint that commits a step's result after `cp` (seq, created_at and effects are
 /// the commit's): `next` (Goto: Running at its node; Halt: Succeeded; Interrupt:
-/// WaitingApproval, at `then` or again at `node`), one more step, no failed attempt, `state`,
+/// WaitingApproval, at `then` or again at `node`; Sleep: Waiting, at `then` or again at
+/// `node`, its wake_at left to the caller: wake_time), one more step, no failed attempt, `state`,
 /// and the decision used up. `effect_step`: the step the attempt's effects were keyed by (an
 /// Interrupt keeps it, so the rerun of `node` replays them).
 Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::string_view node,

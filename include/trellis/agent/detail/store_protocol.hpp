@@ -107,6 +107,8 @@ class StoreProtocol : public Store {
   void delete_run(std::string_view run_id) final;
   void put_graph(const GraphShape& shape) final;
   std::optional<GraphShape> graph(std::string_view fingerprint) final;
+  std::vector<Claim> claim(const ClaimRequest& request) override;
+  std::vector<RunSummary> due_runs(std::size_t limit) override;
 
  protected:
   StoreProtocol() = default;
@@ -148,6 +150,18 @@ class StoreProtocol : public Store {
   virtual bool erase_run(std::string_view run_id);
   virtual void write_graph(const GraphShape& shape);
   virtual std::optional<GraphShape> read_graph(std::string_view fingerprint);
+
+  /// Up to `limit` summaries of runs due at or before `now` (UTC text of the store's clock:
+  /// RunSummary::due <= now), of the graphs `fingerprints` (nullptr: any), in claim order
+  /// (priority descending, then due ascending, then run id). They are candidates: claim()
+  /// takes each one's lease (take_lease; a held one is skipped) and keeps it only when the
+  /// newest checkpoint, read under the lease, is still due. (Default: read_summaries over
+  /// every run; a store with an index of due runs overrides it.)
+  virtual std::vector<RunSummary> read_due(const std::string& now,
+                                           const std::vector<std::string>* fingerprints,
+                                           std::size_t limit);
+  /// The store's clock, as UTC text (the machine's: file and SQLite stores live on it).
+  virtual std::string store_now();
 };
 
 }  // namespace trellis::agent::detail

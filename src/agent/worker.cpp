@@ -1,0 +1,205 @@
+// The worker pool (worker.hpp): claim, advance, give back.
+
+#include "trellis/agent/worker.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <random>
+#include <set>
+
+#include "trellis/agent/errors.hpp"
+
+namespace trellis::agent {
+
+struct Worker::Shared {
+  mutable std::mutex m;
+  WorkerStats stats;
+  std::set<std::string, std::less<>> foreign;  // runs reported once
+  std::stop_source stop;  // stop(): no new claims; run calls yield between steps
+  std::atomic<bool> started{false};
+};
+
+namespace {
+
+std::string default_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] != '\0' ? host : "worker") + ":" + std::to_string(getpid());
+}
+
+}  // namespace
+
+Worker::Worker(Store& store, WorkerOptions options)
+    : store_(store), options_(std::move(options)), shared_(std::make_unique<Shared>()) {
+  if (options_.name.empty()) options_.name = default_name();
+  if (options_.threads == 0) options_.threads = 1;
+  if (options_.poll <= std::chrono::milliseconds(0)) options_.poll = std::chrono::milliseconds(1);
+}
+
+Worker::~Worker() {
+  stop();
+  join();
+}
+
+Worker& Worker::add_graph(std::string fingerprint, const detail::GraphSpec& spec,
+                          detail::StateInterface& typed) {
+  if (shared_->started) throw graph_error("trellis: a worker takes its graphs before it starts");
+  if (graphs_.contains(fingerprint))
+    throw graph_error("trellis: the worker already has a graph [" + fingerprint + "]");
+  graphs_.emplace(fingerprint, Entry{&spec, &typed});
+  fingerprints_.push_back(std::move(fingerprint));
+  return *this;
+}
+
+void Worker::start() {
+  if (shared_->started.exchange(true)) throw graph_error("trellis: the worker was started already");
+  threads_.reserve(options_.threads);
+  for (std::size_t i = 0; i < options_.threads; ++i)
+    threads_.emplace_back([this, i](std::stop_token stop) { thread_main(i, stop); });
+}
+
+void Worker::stop() noexcept {
+  shared_->stop.request_stop();
+  for (std::jthread& t : threads_) t.request_stop();
+}
+
+void Worker::join() {
+  for (std::jthread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+std::size_t Worker::drain(std::stop_token stop) {
+  shared_->started = true;  // no graph added from here on
+  std::size_t calls = 0;
+  while (!stop.stop_requested() && !shared_->stop.stop_requested() && once(0, stop)) ++calls;
+  return calls;
+}
+
+WorkerStats Worker::stats() const {
+  std::lock_guard lock(shared_->m);
+  return shared_->stats;
+}
+
+std::vector<std::string> Worker::fingerprints() const { return fingerprints_; }
+
+void Worker::emit(WorkerEvent e) {
+  if (!options_.on_event) return;
+  try {
+    options_.on_event(e);
+  } catch (...) {  // an observer never stops the worker
+  }
+}
+
+bool Worker::once(std::size_t thread, std::stop_token stop) {
+  ClaimRequest request;
+  request.owner = options_.name + "/" + std::to_string(thread);
+  request.fingerprints = fingerprints_;
+  request.limit = 1;
+  std::vector<Claim> claims = store_.claim(request);
+  if (claims.empty()) return false;
+  Claim claim = std::move(claims.front());
+  const std::string run_id = claim.newest.run_id;
+  const auto it = graphs_.find(claim.newest.fingerprint);
+  {
+    std::lock_guard lock(shared_->m);
+    ++shared_->stats.claimed;
+  }
+  if (it == graphs_.end()) return true;  // cannot happen: claim filters by fingerprint
+  RunOptions options = options_.run;
+  options.worker = request.owner;
+  options.durable_waits = true;
+  options.stop = {};  // the worker never cancels a run; it gives it back
+  std::stop_source yield;
+  std::stop_callback forward_thread(stop, [&yield] { yield.request_stop(); });
+  std::stop_callback forward_worker(shared_->stop.get_token(), [&yield] { yield.request_stop(); });
+  options.yield = yield.get_token();
+  WorkerEvent e;
+  e.run_id = run_id;
+  try {
+    const detail::RunResult r = detail::advance_claimed(*it->second.spec, *it->second.typed,
+                                                        std::move(claim), store_, options);
+    e.kind = WorkerEvent::Kind::advanced;
+    e.status = r.status;
+    e.detail = r.detail;
+    std::lock_guard lock(shared_->m);
+    ++shared_->stats.advanced;
+  } catch (const run_busy& busy) {  // the lease was lost: nothing of the step committed
+    e.kind = WorkerEvent::Kind::lost;
+    e.detail = busy.what();
+    std::lock_guard lock(shared_->m);
+    ++shared_->stats.lost;
+  } catch (const std::exception& failure) {  // infrastructure: the run stays where it was
+    e.kind = WorkerEvent::Kind::error;
+    e.detail = failure.what();
+    std::lock_guard lock(shared_->m);
+    ++shared_->stats.errors;
+  }
+  emit(std::move(e));
+  return true;
+}
+
+void Worker::report_foreign() {
+  std::vector<RunSummary> due;
+  try {
+    due = store_.due_runs(64);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const RunSummary& s : due) {
+    if (std::find(fingerprints_.begin(), fingerprints_.end(), s.fingerprint) != fingerprints_.end())
+      continue;
+    {
+      std::lock_guard lock(shared_->m);
+      if (!shared_->foreign.insert(s.run_id).second) continue;
+      ++shared_->stats.foreign;
+    }
+    WorkerEvent e;
+    e.kind = WorkerEvent::Kind::foreign;
+    e.run_id = s.run_id;
+    e.status = s.status;
+    e.fingerprint = s.fingerprint;
+    e.detail = "run '" + s.run_id + "' of graph [" + s.fingerprint +
+               "] is due; this worker does not have that graph and leaves it";
+    emit(std::move(e));
+  }
+}
+
+void Worker::thread_main(std::size_t thread, std::stop_token stop) {
+  std::mt19937_64 engine(std::random_device{}() + thread);
+  std::uniform_real_distribution<double> half_to_one(0.5, 1.0);
+  unsigned idle = 0;
+  while (!stop.stop_requested() && !shared_->stop.stop_requested()) {
+    bool worked = false;
+    try {
+      worked = once(thread, stop);
+    } catch (const std::exception& failure) {  // a claim that failed (the store is away)
+      WorkerEvent e;
+      e.kind = WorkerEvent::Kind::error;
+      e.detail = failure.what();
+      {
+        std::lock_guard lock(shared_->m);
+        ++shared_->stats.errors;
+      }
+      emit(std::move(e));
+    }
+    if (worked) {
+      idle = 0;
+      continue;
+    }
+    // Idle: report runs of other graphs now and then (thread 0 only), then wait.
+    if (thread == 0 && idle++ % 16 == 0) report_foreign();
+    const auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(
+        static_cast<double>(options_.poll.count()) * half_to_one(engine)));
+    try {
+      store_.wait_for_work(std::max(wait, std::chrono::milliseconds(1)), stop);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+}  // namespace trellis::agent
