@@ -48,14 +48,14 @@ using json = nlohmann::json;
 
 /// A run's state.
 struct ChaosState {
-  int n = 6;              ///< ticks before the charge
-  int i = 0;              ///< ticks so far
-  bool naps = true;       ///< tick goes through nap (a Sleep) now and then
-  bool hold = false;      ///< the run passes the hold node once (the SIGSTOP case)
-  bool held = false;      ///< it did
-  std::string charge;     ///< the charge's call id (from its receipt)
-  std::string notice;     ///< the notification's call id
-  std::string after;      ///< the after_hold effect's call id
+  int n = 6;                       ///< ticks before the charge
+  int i = 0;                       ///< ticks so far
+  bool naps = true;                ///< tick goes through nap (a Sleep) now and then
+  bool hold = false;               ///< the run passes the hold node once (the SIGSTOP case)
+  bool held = false;               ///< it did
+  std::string charge;              ///< the charge's call id (from its receipt)
+  std::string notice;              ///< the notification's call id
+  std::string after;               ///< the after_hold effect's call id
   std::vector<std::string> trail;  ///< "<node>:<pid>" per step committed
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChaosState, n, i, naps, hold, held, charge, notice, after, trail)
@@ -153,33 +153,30 @@ inline void build_chaos_graph(ag::Graph<ChaosState>& g, ExternalSystem& external
     return ag::Goto{"tick"};
   });
   node("hold", [&config, &external](ChaosState& s, ag::RunContext& ctx) -> ag::NextStep {
-    append_line(config.log,
-                json{{"ev", "hold"}, {"run", std::string(ctx.run_id())}, {"pid", ::getpid()}}.dump(), true);
+    append_line(
+        config.log,
+        json{{"ev", "hold"}, {"run", std::string(ctx.run_id())}, {"pid", ::getpid()}}.dump(), true);
     // Deliberately ignores its stop_token: the fences (the effect's started record, the
     // commit), not the node's manners, must keep a worker that lost the run from acting.
-    while (!file_exists(config.release))
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const json r = ctx.effect("after_hold", {{"run", std::string(ctx.run_id())}}, ag::EffectPolicy::at_most_once,
-                              [&external](const ag::EffectCall& c) {
-                                return external.call(c, "at_most_once");
-                              });
+    while (!file_exists(config.release)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const json r = ctx.effect(
+        "after_hold", {{"run", std::string(ctx.run_id())}}, ag::EffectPolicy::at_most_once,
+        [&external](const ag::EffectCall& c) { return external.call(c, "at_most_once"); });
     s.after = r.at("call").get<std::string>();
     s.held = true;
     return ag::Goto{"tick"};
   });
   node("charge", [&external](ChaosState& s, ag::RunContext& ctx) -> ag::NextStep {
-    const json r = ctx.effect("charge", {{"amount", 120}}, ag::EffectPolicy::at_most_once,
-                              [&external](const ag::EffectCall& c) {
-                                return external.call(c, "at_most_once");
-                              });
+    const json r = ctx.effect(
+        "charge", {{"amount", 120}}, ag::EffectPolicy::at_most_once,
+        [&external](const ag::EffectCall& c) { return external.call(c, "at_most_once"); });
     s.charge = r.at("call").get<std::string>();
     return ag::Goto{"notify"};
   });
   node("notify", [&external](ChaosState& s, ag::RunContext& ctx) -> ag::NextStep {
-    const json r = ctx.effect("notify", {{"to", "customer"}}, ag::EffectPolicy::at_least_once,
-                              [&external](const ag::EffectCall& c) {
-                                return external.call(c, "at_least_once");
-                              });
+    const json r = ctx.effect(
+        "notify", {{"to", "customer"}}, ag::EffectPolicy::at_least_once,
+        [&external](const ag::EffectCall& c) { return external.call(c, "at_least_once"); });
     s.notice = r.at("call").get<std::string>();
     return ag::Goto{"gate"};
   });
@@ -188,12 +185,10 @@ inline void build_chaos_graph(ag::Graph<ChaosState>& g, ExternalSystem& external
       return ag::Sleep{.duration = std::chrono::milliseconds(200)};
     return ag::Halt{};
   });
-  g.entry("tick")
-      .max_steps(100000)
-      .retry({.attempts = 60,
-              .initial_backoff = std::chrono::milliseconds(20),
-              .multiplier = 1.5,
-              .max_backoff = std::chrono::milliseconds(100)});
+  g.entry("tick").max_steps(100000).retry({.attempts = 60,
+                                           .initial_backoff = std::chrono::milliseconds(20),
+                                           .multiplier = 1.5,
+                                           .max_backoff = std::chrono::milliseconds(100)});
 }
 
 }  // namespace trellis_chaos

@@ -36,7 +36,8 @@ inline bool leases_expire(std::string_view spec) { return !spec.starts_with("fil
 inline std::unique_ptr<trellis::agent::Store> open_chaos_store(std::string_view spec,
                                                                const ChaosStoreOptions& options) {
   namespace ag = trellis::agent;
-  if (spec.starts_with("file:")) return std::make_unique<ag::FileStore>(std::string(spec.substr(5)));
+  if (spec.starts_with("file:"))
+    return std::make_unique<ag::FileStore>(std::string(spec.substr(5)));
   if (spec.starts_with("sqlite:")) {
     ag::SqliteStoreOptions o;
     o.lease_ttl = options.lease_ttl;

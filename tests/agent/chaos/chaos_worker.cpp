@@ -101,9 +101,7 @@ class Recorder final : public ag::Store {
     return inner_.lease(run_id, owner);
   }
   void renew(const ag::LeaseToken& lease) override { inner_.renew(lease); }
-  std::optional<std::chrono::milliseconds> lease_ttl() const override {
-    return inner_.lease_ttl();
-  }
+  std::optional<std::chrono::milliseconds> lease_ttl() const override { return inner_.lease_ttl(); }
   void put_effect(const ag::EffectRecord& record, const ag::LeaseToken& lease) override {
     inner_.put_effect(record, lease);
     note({{"ev", "effect"},
@@ -227,8 +225,7 @@ int main(int argc, char** argv) {
                          : e.kind == ag::WorkerEvent::Kind::foreign ? "foreign"
                                                                     : nullptr;
       if (kind == nullptr) return;
-      recorder.note(
-          {{"ev", kind}, {"run", e.run_id}, {"detail", e.detail}, {"pid", ::getpid()}});
+      recorder.note({{"ev", kind}, {"run", e.run_id}, {"detail", e.detail}, {"pid", ::getpid()}});
     };
     ag::Worker worker(recorder, options);
     worker.add(graph);
