@@ -32,3 +32,6 @@ include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
 trellis_add_compile_fail_tests(trellis_agent_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
   "state_without_json|agent::Graph<S> needs nlohmann::json conversions for S|25"
   "control|")
+
+# Chaos: worker processes killed, stopped and skewed on a shared store.
+include(${CMAKE_CURRENT_LIST_DIR}/chaos/chaos_tests.cmake)
