@@ -21,6 +21,9 @@ set_tests_properties(trellis_agent_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 # The behavioural suite over every store, when it is there.
 include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
 
+# The same suites over PostgresStore, against a throw-away server (label `postgres`).
+include(${CMAKE_CURRENT_LIST_DIR}/postgres_tests.cmake)
+
 # Effects under SIGKILL at every failpoint and at random times, on every persistent store.
 include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
 
