@@ -137,7 +137,8 @@ TEST_CASE("postgres store: claims take higher priority first, then the earliest 
     CHECK(c.newest == h.store().latest(c.newest.run_id));
   }
   // Held now: nobody else claims them; a claimed run commits under its claim's token.
-  CHECK(h.another()->claim(request(10)).empty());
+  auto other = h.another();
+  CHECK(other->claim(request(10)).empty());
   Checkpoint next = cp("late-high", 1, RunStatus::Running);
   h.store().commit(next, 0, claims[0].lease.token());
   CHECK(h.store().latest("late-high")->seq == 1);
@@ -152,7 +153,8 @@ TEST_CASE("postgres store: a released claim is claimable again, with a new epoch
     REQUIRE(claims.size() == 1);
     epoch = claims[0].lease.token().epoch;
   }
-  auto again = h.another()->claim(request(1));
+  auto other = h.another();
+  auto again = other->claim(request(1));
   REQUIRE(again.size() == 1);
   CHECK(again[0].lease.token().epoch > epoch);
 }
