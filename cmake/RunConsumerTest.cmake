@@ -51,7 +51,7 @@ if(MODE STREQUAL "reactive_only")
     message(FATAL_ERROR "[consumer reactive_only] needs the Ninja generator, not ${GENERATOR}")
   endif()
   set(_disabled "")
-  foreach(_pkg TBB Boost nlohmann_json OpenSSL SQLite3 pugixml)
+  foreach(_pkg TBB Boost nlohmann_json OpenSSL SQLite3 PostgreSQL pugixml)
     list(APPEND _disabled -DCMAKE_DISABLE_FIND_PACKAGE_${_pkg}=ON)
   endforeach()
   run_step("configure" ${_configure} -S "${SOURCE_DIR}/tests/find_package_reactive"

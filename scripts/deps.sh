@@ -12,6 +12,8 @@ packages=(
   librapidcheck-dev         # property tests: RapidCheck, the trellis::rapidcheck adapter
   libbenchmark-dev          # benchmarks
   libsqlite3-dev            # SQLite store (later layers)
+  libpq-dev                 # PostgreSQL store: libpq (trellis::postgres)
+  postgresql                # a throw-away server for the PostgreSQL tests (pg_virtualenv)
   libssl-dev                # libcrypto hashing (later layers)
   libpugixml-dev            # SCXML files: the trellis::scxml loader
   libcli11-dev              # the `trellis` command's argument parser (header-only)

@@ -9,7 +9,14 @@
 
 #include "store_test_support.hpp"
 
+// A test executable of its own may run the suite over other stores (postgres_tests.cmake
+// defines these as PostgresStore).
+#ifndef TRELLIS_ALL_STORES
 #define TRELLIS_ALL_STORES MemoryStore, FileStore, SqliteStore
+#endif
+#ifndef TRELLIS_SHARED_STORES
+#define TRELLIS_SHARED_STORES FileStore, SqliteStore
+#endif
 TYPE_TO_STRING(MemoryStore);
 TYPE_TO_STRING(FileStore);
 TYPE_TO_STRING(SqliteStore);

@@ -218,3 +218,7 @@ struct Publish final : trellis::agent::Node<Note> {
 };
 
 }  // namespace
+
+#ifdef TRELLIS_TEST_POSTGRES
+#include "postgres_test_support.hpp"
+#endif
