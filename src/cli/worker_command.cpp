@@ -163,6 +163,14 @@ class WorkerPrinter {
   std::string name_;
 };
 
+/// On stderr (stdout may be JSON lines): what the first signal does, and what a second would.
+void announce_stop(const std::string& name) {
+  std::cerr << "trellis: worker " << name
+            << " stopping: the steps in flight finish and their runs are given back (signal "
+               "again to exit at once)"
+            << std::endl;
+}
+
 std::string default_worker_name() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
@@ -239,6 +247,7 @@ int worker(Session& s, const WorkerArgs& a) {
     });
     while (!done && stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     why = done ? "drained" : "signal";
+    if (!done) announce_stop(options.name);
     drainer.request_stop();
     drainer.join();
     if (failure) std::rethrow_exception(failure);
@@ -251,6 +260,7 @@ int worker(Session& s, const WorkerArgs& a) {
     while (stop_signal == 0 && SysClock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     why = stop_signal != 0 ? "signal" : "time";
+    if (stop_signal != 0) announce_stop(options.name);
     w.stop();
     w.join();
   }
