@@ -41,11 +41,12 @@ SysClock::time_point parse_at(const std::string& text) {
 // --- signals --------------------------------------------------------------------------------
 
 // The first SIGINT/SIGTERM asks for a graceful stop; a second one ends the process at once.
-volatile std::sig_atomic_t stop_signal = 0;
+// Atomic, not volatile sig_atomic_t: the handler may run on any thread, a pool thread too.
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used in a signal handler");
 
 extern "C" void on_worker_signal(int sig) {
-  if (stop_signal != 0) _exit(128 + sig);
-  stop_signal = sig;
+  if (stop_signal.exchange(sig) != 0) _exit(128 + sig);
 }
 
 /// Installs the handlers for its lifetime (the previous ones come back afterwards).

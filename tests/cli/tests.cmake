@@ -25,8 +25,10 @@ foreach(kind IN ITEMS file sqlite)
   endforeach()
 endforeach()
 
-# The output parts written by hand (src/cli/cli_support.hpp is private: included by path).
-trellis_add_test_executable(trellis_cli_tests LAYERS cli ${CMAKE_CURRENT_LIST_DIR}/output_test.cpp)
+# The output parts written by hand (src/cli/cli_support.hpp is private: included by path), and
+# what enqueue and worker ask of a graph runner.
+trellis_add_test_executable(trellis_cli_tests LAYERS cli ${CMAKE_CURRENT_LIST_DIR}/output_test.cpp
+                            ${CMAKE_CURRENT_LIST_DIR}/graph_runner_test.cpp)
 target_include_directories(trellis_cli_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/cli)
 add_test(NAME trellis_cli_tests COMMAND trellis_cli_tests)
 set_tests_properties(trellis_cli_tests PROPERTIES LABELS "cli" TIMEOUT 60)
