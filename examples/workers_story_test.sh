@@ -56,7 +56,8 @@ statuses() {
 until_all() {
   local want="" r
   for r in "${runs[@]}"; do want+="${want:+ }$r=$1"; done
-  for ((i = 0; i < 300; ++i)); do
+  local end=$((SECONDS + 30))
+  while ((SECONDS < end)); do
     [[ $(statuses) == "$want" ]] && return 0
     sleep 0.1
   done
