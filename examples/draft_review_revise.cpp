@@ -4,11 +4,17 @@
 //   draft_review_revise [--store DIR] [--slow]      start run-7, or resume it after a crash
 //   draft_review_revise [--store DIR] approve [WHO] approve the revision; it runs and finishes
 //   draft_review_revise [--store DIR] reject REASON reject it; the run fails (approval_rejected)
-//   draft_review_revise [--store DIR] runs ls|...   the operator's commands on DIR's runs
+//   draft_review_revise [--store SPEC] runs ls|...  the operator's commands on a store's runs
 //                                                   (docs/cli.md, through cli::main): runs,
 //                                                   approvals, approve/reject RUN --request ID,
 //                                                   input, cancel, reconcile, fork, delete, gc,
-//                                                   run, resume, step
+//                                                   run, resume, step, enqueue, worker; SPEC is
+//                                                   DIR or sqlite:PATH (as `trellis --store`)
+//
+// Many runs, several processes: `enqueue run-1 --state '{"request":"..."}'` starts a run in
+// the background; `worker` advances every due run (with others started the same way, on the
+// same store), pauses each at the gate, and goes on with a run as soon as its approval is
+// recorded (`trellis approve`). `worker --for 30`, `--drain`, or SIGINT/SIGTERM ends it.
 //
 // The nodes stand in for model calls with deterministic text (no network). Every step is
 // committed to DIR (default ./draft_review_revise.runs) before the next one starts, so a
@@ -18,7 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +35,7 @@
 #include <trellis/agent/file_store.hpp>
 #include <trellis/agent/graph.hpp>
 #include <trellis/cli/main.hpp>
+#include <trellis/cli/open_store.hpp>
 #include <trellis/signals2/event_bus.hpp>
 
 namespace ag = trellis::agent;
@@ -34,7 +44,7 @@ struct Doc {
   std::string request, draft, critique, revision;
   std::vector<std::string> done;  // the steps whose work was committed, in order
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Doc, request, draft, critique, revision, done)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Doc, request, draft, critique, revision, done)
 
 bool slow = false;
 
@@ -113,12 +123,12 @@ int report(const ag::Outcome<Doc>& out, const std::string& how) {
 }
 
 /// Whether `args` ask for an operator command (docs/cli.md) rather than this demo's own:
-/// every command the `trellis` command has, plus run, resume and step; approve and reject in
-/// their operator form (with --request: they record the decision only).
+/// every command the `trellis` command has, plus run, resume, step, enqueue and worker;
+/// approve and reject in their operator form (with --request: they record the decision only).
 bool operator_command(const std::vector<std::string>& args) {
-  static const std::vector<std::string> ops{"runs",      "approvals", "input",  "cancel",
-                                            "reconcile", "fork",      "delete", "gc",
-                                            "run",       "resume",    "step"};
+  static const std::vector<std::string> ops{"runs", "approvals", "input", "cancel", "reconcile",
+                                            "fork", "delete",    "gc",    "run",    "resume",
+                                            "step", "enqueue",   "worker"};
   if (args.empty()) return false;
   for (const std::string& op : ops)
     if (args[0] == op) return true;
@@ -143,12 +153,32 @@ int main(int argc, char** argv) {
   if (operator_command(args)) {  // the whole operator command line, in one line
     ag::Graph<Doc> g;
     build(g);
-    ag::FileStore store{dir};
-    const auto printer = ag::ProgressPrinter(std::cout, g.max_steps()).attach(g.events());
-    std::vector<char*> rest{argv[0]};
-    for (std::string& a : args) rest.push_back(a.data());
-    rest.push_back(nullptr);
-    return ag::cli::main(static_cast<int>(rest.size() - 1), rest.data(), g, store);
+    try {
+      const std::unique_ptr<ag::Store> store = ag::cli::open_store(dir, false);  // DIR, sqlite:
+      // A line at a time: a worker advances several runs at once.
+      std::mutex lines;
+      const boost::signals2::scoped_connection printer =
+          g.events().connect([&](const ag::RunEventRecord& e) {
+            std::ostringstream line;
+            ag::ProgressPrinter(line, g.max_steps())(e);
+            const std::lock_guard lock(lines);
+            std::cout << line.str() << std::flush;
+          });
+      std::vector<char*> rest{argv[0]};
+      for (std::string& a : args) rest.push_back(a.data());
+      rest.push_back(nullptr);
+      return ag::cli::main(static_cast<int>(rest.size() - 1), rest.data(), g, *store);
+    } catch (const trellis::error& e) {  // a store that cannot be opened
+      std::fprintf(stderr, "draft_review_revise: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (dir.starts_with("sqlite:") || dir.find("://") != std::string::npos) {
+    std::fprintf(stderr,
+                 "draft_review_revise: the demo keeps run-7 in a directory; --store %s works "
+                 "with the operator commands (runs, enqueue, worker, ...)\n",
+                 dir.c_str());
+    return 2;
   }
   const std::string how = "draft_review_revise" +
                           (dir == "draft_review_revise.runs" ? std::string() : " --store " + dir);

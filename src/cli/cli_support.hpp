@@ -86,6 +86,9 @@ std::string utc(SysClock::time_point t);
 std::optional<SysClock::time_point> parse_stored_time(std::string_view text);
 /// "45s", "12m", "3h", "5d": how long ago `stored` was (empty when unknown).
 std::string age(std::string_view stored);
+/// When a run is due, for a table: "now" (due at or before now), "in 45s", "in 12m", ...;
+/// empty when `due` is empty (never by time) or unknown.
+std::string due_text(std::string_view due);
 
 // --- values ---------------------------------------------------------------------------------
 
@@ -154,6 +157,21 @@ int fork(Session& s, const std::string& run, std::uint64_t at, const std::string
 
 int run_start(Session& s, const std::string& run, const std::string& state);
 int run_resume(Session& s, const std::string& run);
+struct EnqueueArgs {
+  std::string run, state, at;
+  int priority = 0;
+};
+int enqueue(Session& s, const EnqueueArgs& a);
+
+struct WorkerArgs {
+  std::size_t threads = 2;
+  unsigned poll_ms = 200;
+  bool drain = false;
+  std::optional<double> for_seconds;
+  std::string name;
+};
+int worker(Session& s, const WorkerArgs& a);
+
 int run_step(Session& s, const std::string& run, const std::string& node, const std::string& state,
              bool commit, const std::vector<std::string>& effects);
 

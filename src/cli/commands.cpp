@@ -250,6 +250,43 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
     });
   }
 
+  // enqueue / worker: they need the graph too, but `trellis` offers them to say why it cannot
+  EnqueueArgs enqueue_args;
+  CLI::App* enqueue_cmd = app.add_subcommand(
+      "enqueue", graph ? "start a run in the background (Queued, for a worker to advance)"
+                       : "(in a program that links its graph) start a run in the background");
+  enqueue_cmd->add_option("RUN", enqueue_args.run, "the new run's id")->required();
+  enqueue_cmd->add_option("--state", enqueue_args.state,
+                          "the initial state, as JSON (default: the state's default)");
+  enqueue_cmd->add_option("--priority", enqueue_args.priority,
+                          "workers claim higher priorities first (default 0)");
+  enqueue_cmd->add_option("--at", enqueue_args.at,
+                          "not before T (2026-11-24T10:00:00Z, or +90s, +5m, +2h ahead of now)");
+  enqueue_cmd->callback([&] { action = [&](Session& s) { return enqueue(s, enqueue_args); }; });
+
+  WorkerArgs worker_args;
+  double for_seconds = 0;
+  CLI::App* worker_cmd = app.add_subcommand(
+      "worker", graph ? "advance the store's due runs of this program's graph until stopped"
+                      : "(in a program that links its graphs) advance due runs until stopped");
+  worker_cmd->add_option("--threads", worker_args.threads, "runs advanced at once (default 2)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+  worker_cmd
+      ->add_option("--poll", worker_args.poll_ms,
+                   "milliseconds an idle thread waits before looking again (200)")
+      ->check(CLI::Range(1u, 60'000u));
+  CLI::Option* drain_opt = worker_cmd->add_flag(
+      "--drain", worker_args.drain, "advance what is due now, one run at a time, then exit");
+  CLI::Option* for_opt =
+      worker_cmd->add_option("--for", for_seconds, "run for SECONDS, then stop gracefully");
+  for_opt->excludes(drain_opt);
+  worker_cmd->add_option("--name", worker_args.name,
+                         "the worker's name in leases and output (default: host:pid)");
+  worker_cmd->callback([&] {
+    if (for_opt->count() > 0) worker_args.for_seconds = for_seconds;
+    action = [&](Session& s) { return worker(s, worker_args); };
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

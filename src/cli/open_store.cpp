@@ -11,6 +11,9 @@
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/file_store.hpp"
 #include "trellis/agent/sqlite_store.hpp"
+#if defined(TRELLIS_CLI_POSTGRES)
+#include "trellis/agent/postgres_store.hpp"
+#endif
 
 namespace trellis::agent::cli {
 
@@ -51,14 +54,31 @@ std::unique_ptr<Store> open_sqlite(const fs::path& path, std::string_view spec, 
   return std::make_unique<SqliteStore>(path, options);
 }
 
+bool is_postgres_url(std::string_view spec) {
+  return spec.starts_with("postgresql://") || spec.starts_with("postgres://");
+}
+
+/// The PostgreSQL store a `postgresql://` URL names. The seam for PostgresStore: a build with
+/// the trellis::postgres target defines TRELLIS_CLI_POSTGRES and links it; this one refuses.
+std::unique_ptr<Store> open_postgres(std::string_view spec, bool read_only) {
+#if defined(TRELLIS_CLI_POSTGRES)
+  (void)read_only;  // a PostgreSQL store is opened the same way to read and to write
+  PostgresStoreOptions options;
+  options.url = std::string(spec);
+  return std::make_unique<PostgresStore>(std::move(options));
+#else
+  (void)read_only;
+  throw store_error("trellis: --store '" + std::string(spec) +
+                    "': this build has no PostgreSQL store (not built with PostgreSQL)");
+#endif
+}
+
 }  // namespace
 
 std::unique_ptr<Store> open_store(std::string_view spec, bool read_only) {
   if (spec.empty())
     throw invalid_option("trellis: --store is empty: give a directory or sqlite:PATH");
-  if (spec.starts_with("postgresql://") || spec.starts_with("postgres://"))
-    throw store_error("trellis: --store '" + std::string(spec) +
-                      "': not built with PostgreSQL (the workers issue adds it)");
+  if (is_postgres_url(spec)) return open_postgres(spec, read_only);
   if (spec.starts_with("sqlite:")) {
     const std::string_view path = spec.substr(7);
     if (path.empty()) throw invalid_option("trellis: --store 'sqlite:' names no database file");

@@ -152,6 +152,18 @@ std::string age(std::string_view stored) {
   return std::to_string(s / 86400) + "d";
 }
 
+std::string due_text(std::string_view due) {
+  const std::optional<SysClock::time_point> t = parse_iso(due);
+  if (!t) return "";
+  using namespace std::chrono;
+  const auto s = duration_cast<seconds>(*t - SysClock::now()).count();
+  if (s <= 0) return "now";
+  if (s < 120) return "in " + std::to_string(s) + "s";
+  if (s < 120 * 60) return "in " + std::to_string(s / 60) + "m";
+  if (s < 48 * 3600) return "in " + std::to_string(s / 3600) + "h";
+  return "in " + std::to_string(s / 86400) + "d";
+}
+
 // --- values ---------------------------------------------------------------------------------
 
 nlohmann::json parse_json_option(std::string_view text, std::string_view option) {
@@ -215,7 +227,9 @@ nlohmann::json summary_json(const RunSummary& s) {
           {"created_at", s.created_at},
           {"updated_at", s.updated_at},
           {"fingerprint", s.fingerprint},
-          {"request", s.request.empty() ? nlohmann::json() : nlohmann::json(s.request)}};
+          {"request", s.request.empty() ? nlohmann::json() : nlohmann::json(s.request)},
+          {"due", s.due.empty() ? nlohmann::json() : nlohmann::json(s.due)},
+          {"priority", s.priority}};
 }
 
 namespace {
@@ -240,10 +254,16 @@ void append_summary_json(std::string& out, const RunSummary& s) {
   // summary_json's members, in the order nlohmann prints them (sorted by name).
   out += R"({"created_at":)";
   append_json_string(out, s.created_at);
+  out += R"(,"due":)";
+  if (s.due.empty())
+    out += "null";
+  else
+    append_json_string(out, s.due);
   out += R"(,"fingerprint":)";
   append_json_string(out, s.fingerprint);
   out += R"(,"node":)";
   append_json_string(out, s.node);
+  out += R"(,"priority":)" + std::to_string(s.priority);
   out += R"(,"reason":)";
   append_json_string(out, name(s.reason));
   out += R"(,"request":)";

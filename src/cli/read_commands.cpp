@@ -54,11 +54,12 @@ int runs_ls(Session& s, const FilterArgs& f) {
     std::cout << out;
     return 0;
   }
-  Table t({"RUN", "STATUS", "NODE", "STEPS", "AGE", "IDLE", "REQUEST"});
+  Table t({"RUN", "STATUS", "NODE", "STEPS", "AGE", "IDLE", "REQUEST", "DUE", "PRIORITY"});
   for (const RunSummary& r : runs)
     t.add({r.run_id, name(r.status) + (r.reason == Reason::none ? "" : " (" + name(r.reason) + ")"),
            or_dash(r.node), std::to_string(r.step), or_dash(age(r.created_at)),
-           or_dash(age(r.updated_at)), or_dash(r.request)});
+           or_dash(age(r.updated_at)), or_dash(r.request), or_dash(due_text(r.due)),
+           std::to_string(r.priority)});
   t.print(std::cout);
   return 0;
 }
@@ -95,8 +96,10 @@ int runs_show(Session& s, const std::string& run) {
             << "steps:    " << cp.step << " (checkpoint " << cp.seq << ")\n"
             << "created:  " << sum.created_at << '\n'
             << "updated:  " << cp.created_at << '\n'
-            << "graph:    " << or_dash(cp.fingerprint) << '\n'
-            << "state:    " << cp.state.dump() << '\n';
+            << "graph:    " << or_dash(cp.fingerprint) << '\n';
+  if (!sum.due.empty()) std::cout << "due:      " << sum.due << " (" << due_text(sum.due) << ")\n";
+  if (sum.priority != 0) std::cout << "priority: " << sum.priority << '\n';
+  std::cout << "state:    " << cp.state.dump() << '\n';
   if (cp.status == RunStatus::WaitingApproval) {
     const Interrupt i = cp.interrupt.value_or(Interrupt{});
     std::cout << "request:  " << request_id(cp) << " (asked by " << or_dash(cp.resume_node)

@@ -106,7 +106,9 @@ int decide(Session& s, const DecideArgs& a) {
   std::cout << a.run << ": request " << a.request << " " << verb << (by.empty() ? "" : " by " + by)
             << "; the run is " << name(cp.status)
             << (cp.status == RunStatus::Queued
-                    ? " (it goes on when its program resumes it: <program> resume " + a.run + ")"
+                    ? " (it goes on when a worker picks it up, or when its program resumes it: "
+                      "<program> resume " +
+                          a.run + ")"
                     : std::string(cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")"))
             << '\n';
   return 0;
@@ -179,7 +181,8 @@ int reconcile(Session& s, const ReconcileArgs& a) {
   }
   std::cout << a.run << ": effect " << a.key << " recorded as "
             << (a.happened ? "happened" : "not happened") << " by " << r.by << "; the run is "
-            << name(cp.status) << " (it goes on when its program resumes it)\n";
+            << name(cp.status)
+            << " (it goes on when a worker picks it up, or when its program resumes it)\n";
   return 0;
 }
 

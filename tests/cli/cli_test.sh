@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Drives the `trellis` command (run by ctest; docs/cli.md is the contract it checks).
-#   cli_test.sh TRELLIS PROGRAM file|sqlite codes|story|bulk
+#   cli_test.sh TRELLIS PROGRAM file|sqlite codes|story|bulk|worker
 # PROGRAM embeds the same commands through cli::main and links a small graph
 # (tests/cli/cli_test_program.cpp): it makes the runs; `trellis` (which does not link the graph)
 # operates on them.
@@ -358,8 +358,80 @@ case $mode in
     t gone 3 runs show r-old
     ;;
 
+  worker)
+    # `trellis` links no graph: it offers worker and enqueue only to say why (usage, 2).
+    t noworker 2 worker --for 1
+    err noworker "worker needs the program's graph"
+    t noenqueue 2 enqueue r-x
+    err noenqueue "enqueue needs the program's graph"
+    p bothmodes 2 worker --drain --for 1
+
+    # enqueue: committed Queued, due at once or later (--at), with a priority; nothing runs.
+    p e_fin 0 enqueue r-fin --state '{"route":"finish"}' --priority 3
+    p e_gate 0 -o json enqueue r-gate --state '{"route":"gate"}'
+    j e_gate 'd["kind"] == "enqueued" and d["status"] == "Queued" and d["priority"] == 0 and d["due"]'
+    p e_exp 0 enqueue r-exp --state '{"route":"expiring"}' --priority 2
+    p e_later 0 enqueue r-later --state '{"route":"finish"}' --priority 9 --at +1h
+    p e_dup 4 enqueue r-fin
+    err e_dup "r-fin"
+    p e_badat 2 enqueue r-y --at 5m
+    err e_badat "--at"
+    p e_badstate 2 enqueue r-y --state '{"route": 5}'
+    t e_none 3 runs show r-y
+    t ls 0 -o json runs ls
+    j ls '{r["run_id"]: (r["status"], r["priority"]) for r in d["runs"]} == {"r-exp": ("Queued", 2), "r-fin": ("Queued", 3), "r-gate": ("Queued", 0), "r-later": ("Queued", 9)}'
+    j ls 'all(r["due"] for r in d["runs"]) and max(d["runs"], key=lambda r: r["due"])["run_id"] == "r-later"'
+    t lst 0 runs ls
+    grep -Eq '^r-later +Queued +start .* in (59|60)m +9$' "$dir/lst.out" || fail "runs ls does not show r-later due in an hour, priority 9"
+    grep -Eq '^r-fin +Queued +start .* now +3$' "$dir/lst.out" || fail "runs ls does not show r-fin due now, priority 3"
+
+    # --drain advances what is due, highest priority first, one run at a time, then exits: the
+    # expired approval fails without a decision; r-later is not due; r-gate waits for a person.
+    p drain 0 worker --drain
+    [[ $(grep '^advanced ' "$dir/drain.out" | cut -d' ' -f2 | tr '\n' ' ') == "r-fin r-exp r-exp r-gate " ]] || fail "--drain did not advance r-fin, r-exp (twice), r-gate in that order"
+    grep -q '^advanced r-exp Failed: nobody decided' "$dir/drain.out" || fail "the expired approval did not fail"
+    grep -q 'stopped (drained): claimed 4, advanced 4, lost 0, errors 0' "$dir/drain.out" || fail "--drain's last line: $(tail -1 "$dir/drain.out")"
+    [[ $(status_of r-fin) == Succeeded && $(status_of r-gate) == WaitingApproval ]] || fail "--drain left r-fin or r-gate elsewhere"
+    [[ $(status_of r-later) == Queued ]] || fail "--drain advanced a run that is not due"
+
+    # A run of another version of the graph is left alone and reported (once); --for ends.
+    CLI_TEST_GRAPH_VERSION=2 p e_v2 0 enqueue r-v2 --state '{"route":"finish"}'
+    p foreign 0 -o json worker --for 0.5 --poll 20
+    j foreign 'd["kind"] == "worker_stopped" and d["why"] == "time" and d["foreign"] == 1 and d["advanced"] == 0'
+    j foreign '[l for l in map(json.loads, open(sys.argv[1])) if l["kind"] == "worker_event"] == [l for l in map(json.loads, open(sys.argv[1])) if l["kind"] == "worker_event" and l["event"] == "foreign" and l["run_id"] == "r-v2"] != []'
+    [[ $(status_of r-v2) == Queued ]] || fail "a worker advanced a run of another graph version"
+
+    # A running worker picks up a decision recorded by `trellis`, and stops gracefully on
+    # SIGTERM (exit 0, its last line says why).
+    "$program" --store "$store" -o json worker --threads 2 --poll 50 --for 60 >"$dir/w.out" 2>"$dir/w.err" &
+    pids+=($!)
+    for ((i = 0; i < 200; ++i)); do grep -q worker_started "$dir/w.out" && break; sleep 0.05; done
+    t approve 0 approve r-gate --request "$(request_of r-gate)"
+    for ((i = 0; i < 200; ++i)); do [[ $(status_of r-gate) == Succeeded ]] && break; sleep 0.05; done
+    [[ $(status_of r-gate) == Succeeded ]] || fail "the worker did not pick up the approval"
+    kill -TERM "${pids[-1]}"
+    rc=0; wait "${pids[-1]}" || rc=$?
+    [[ $rc == 0 ]] || fail "a worker stopped by SIGTERM exited with $rc, not 0"
+    j w 'd["kind"] == "worker_stopped" and d["why"] == "signal" and d["advanced"] >= 1 and d["errors"] == 0'
+    j w 'any(l["kind"] == "worker_event" and l["event"] == "advanced" and l["run_id"] == "r-gate" and l["status"] == "Succeeded" for l in map(json.loads, open(sys.argv[1])))'
+
+    # A second signal ends the worker at once (128 + SIGTERM), even in the middle of a step.
+    p e_slow 0 enqueue r-slow --state '{"route":"slow"}'
+    "$program" --store "$store" worker --poll 20 --for 60 >"$dir/w2.out" 2>"$dir/w2.err" &
+    pids+=($!)
+    for ((i = 0; i < 200; ++i)); do [[ $(status_of r-slow) == Running ]] && break; sleep 0.05; done
+    [[ $(status_of r-slow) == Running ]] || fail "the worker did not start r-slow"
+    kill -TERM "${pids[-1]}"
+    # (once the first is handled: two signals sent together may arrive as one)
+    for ((i = 0; i < 200; ++i)); do grep -q "signal again" "$dir/w2.err" && break; sleep 0.05; done
+    grep -q "signal again" "$dir/w2.err" || fail "the worker did not say it stops gracefully"
+    kill -TERM "${pids[-1]}"
+    rc=0; wait "${pids[-1]}" || rc=$?
+    [[ $rc == 143 ]] || fail "a worker given two SIGTERMs exited with $rc, not 143"
+    ;;
+
   *)
-    echo "usage: $0 TRELLIS PROGRAM file|sqlite codes|story|bulk" >&2
+    echo "usage: $0 TRELLIS PROGRAM file|sqlite codes|story|bulk|worker" >&2
     exit 2
     ;;
 esac

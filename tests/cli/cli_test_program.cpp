@@ -8,9 +8,12 @@
 //   pay       start -> pay (an at_most_once effect) -> finish
 //   slow      start -> slow (a step of ~15 s that stops early when asked) -> finish
 //   loop      start -> loop -> loop ... (one step a second, until cancelled)
-// Always given --store (its own store is a MemoryStore nobody looks at).
+// Always given --store (its own store is a MemoryStore nobody looks at). With
+// CLI_TEST_GRAPH_VERSION set, the graph has that version (another fingerprint: the runs it
+// makes are foreign to a worker without it).
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <trellis/agent/graph.hpp>
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
   ag::Graph<Job> g;
   g.add<Start>().add<Gate>().add<Expiring>().add<Pay>().add<Slow>().add<Loop>().add<Finish>();
   g.entry("start").max_steps(10'000);
+  if (const char* version = std::getenv("CLI_TEST_GRAPH_VERSION")) g.version(version);
   ag::MemoryStore unused;
   return ag::cli::main(argc, argv, g, unused);
 }

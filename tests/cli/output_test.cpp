@@ -51,6 +51,19 @@ TEST_CASE("cli output: a run summary written by hand is the JSON library's text"
 }
 
 TEST_CASE(
+    "cli output: a summary's due time (null when none) and priority as the library writes them") {
+  ag::RunSummary s = sample();
+  s.due = "2026-11-24T09:00:00.000Z";
+  s.priority = -3;
+  CHECK(by_hand(s) == by_library(s));
+  CHECK(by_hand(s).find(R"("due":"2026-11-24T09:00:00.000Z")") != std::string::npos);
+  s.due.clear();
+  s.priority = 7;
+  CHECK(by_hand(s) == by_library(s));
+  CHECK(by_hand(s).find(R"("due":null)") != std::string::npos);
+}
+
+TEST_CASE(
     "cli output: quotes, backslashes, control characters and non-ASCII text are escaped as "
     "the library escapes them, and bytes that are not UTF-8 replaced") {
   ag::RunSummary s = sample();

@@ -14,8 +14,10 @@ find_program(TRELLIS_PYTHON3 python3 REQUIRED)
 #   story    run, approve from `trellis`, resume from the program; reconcile a cut-off effect;
 #            fork; history --diff; events
 #   bulk     cancel (a running run from another process, bulk with --dry-run/--yes), delete, gc
+#   worker   enqueue (priority, --at), runs ls's due and priority, worker --drain (claim order,
+#            an approval expiring), a foreign run, a decision picked up, SIGTERM once and twice
 foreach(kind IN ITEMS file sqlite)
-  foreach(mode IN ITEMS codes story bulk)
+  foreach(mode IN ITEMS codes story bulk worker)
     add_test(NAME trellis_cli.${kind}.${mode}
       COMMAND ${TRELLIS_BASH} ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh
               $<TARGET_FILE:trellis_command> $<TARGET_FILE:trellis_cli_test_program> ${kind} ${mode})
@@ -23,8 +25,10 @@ foreach(kind IN ITEMS file sqlite)
   endforeach()
 endforeach()
 
-# The output parts written by hand (src/cli/cli_support.hpp is private: included by path).
-trellis_add_test_executable(trellis_cli_tests LAYERS cli ${CMAKE_CURRENT_LIST_DIR}/output_test.cpp)
+# The output parts written by hand (src/cli/cli_support.hpp is private: included by path), and
+# what enqueue and worker ask of a graph runner.
+trellis_add_test_executable(trellis_cli_tests LAYERS cli ${CMAKE_CURRENT_LIST_DIR}/output_test.cpp
+                            ${CMAKE_CURRENT_LIST_DIR}/graph_runner_test.cpp)
 target_include_directories(trellis_cli_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/cli)
 add_test(NAME trellis_cli_tests COMMAND trellis_cli_tests)
 set_tests_properties(trellis_cli_tests PROPERTIES LABELS "cli" TIMEOUT 60)

@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// `GraphRunner`: what the commands need of a program's graph (run, resume, step), without its
-/// state type, so the command line is compiled once for every graph. `cli::main` (main.hpp)
-/// adapts a `Graph<S>` into one; the `trellis` command has none (it does not link a graph).
+/// `GraphRunner`: what the commands need of a program's graph (run, resume, step, enqueue, and
+/// a Worker for `worker`), without its state type, so the command line is compiled once for
+/// every graph. `cli::main` (main.hpp) adapts a `Graph<S>` into one; the `trellis` command has
+/// none (it does not link a graph).
 
 #include <cstdint>
 #include <optional>
@@ -14,9 +15,14 @@
 #include "trellis/agent/graph_shape.hpp"
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
+#include "trellis/agent/run_options.hpp"
 #include "trellis/agent/run_status.hpp"
 #include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
+
+namespace trellis::agent {
+class Worker;  // worker.hpp
+}  // namespace trellis::agent
 
 namespace trellis::agent::cli {
 
@@ -61,11 +67,20 @@ class GraphRunner {
   /// `options.commit`.
   virtual StepReport step(const std::string& run_id, const std::string& node, Store& store,
                           StepOptions options) = 0;
+  /// Starts run `run_id` in the background (Graph::enqueue): committed Queued, for a Worker
+  /// to advance; `state` as for run(). The default refuses (graph_error): a runner written
+  /// before workers existed offers no `enqueue`.
+  virtual void enqueue(const std::string& run_id, const nlohmann::json* state, Store& store,
+                       const EnqueueOptions& options);
+  /// Adds the graph to `worker` (Worker::add), for the `worker` command. The default refuses
+  /// (graph_error), as for enqueue().
+  virtual void add_to(Worker& worker);
 };
 
 /// The command line: parses argv and runs one command on `store` (the program's own store,
 /// used when no `--store` is given; nullptr: `--store` is required) with `graph` (nullptr:
-/// the commands that need a graph, `run`, `resume` and `step`, are not offered). Returns the
+/// the commands that need a graph, `run`, `resume`, `step`, `enqueue` and `worker`, are not
+/// offered; `worker` says why). Returns the
 /// exit code (docs/cli.md): 0 ok, 2 usage, 3 not found, 4 conflict or stale request,
 /// 5 expired, 1 any other error.
 int run_commands(int argc, char** argv, Store* store, GraphRunner* graph);

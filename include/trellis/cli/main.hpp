@@ -2,8 +2,11 @@
 /// @file
 /// `trellis::agent::cli::main`: the `trellis` command's operator commands (docs/cli.md) inside
 /// a program that links its graph, plus the ones that need the graph: `run RUN [--state JSON]`,
-/// `resume RUN` and `step RUN --node N [--state JSON] [--commit] [--effect NAME=JSON]...` (one
-/// node on its own: step.hpp). An application gets the whole operator command line in one line:
+/// `resume RUN`, `step RUN --node N [--state JSON] [--commit] [--effect NAME=JSON]...` (one
+/// node on its own: step.hpp), `enqueue RUN [--state JSON] [--priority N] [--at T]` (started
+/// in the background) and `worker [--threads N] [--poll MS] [--drain | --for SECONDS]` (a
+/// Worker over the graph: worker.hpp). An application gets the whole operator command line in one
+/// line:
 ///
 /// ```cpp
 /// int main(int argc, char** argv) {
@@ -25,6 +28,7 @@
 
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/store.hpp"
+#include "trellis/agent/worker.hpp"
 #include "trellis/cli/graph_runner.hpp"
 
 namespace trellis::agent::cli {
@@ -56,6 +60,17 @@ class GraphAdapter final : public GraphRunner {
     else
       throw graph_error("trellis: this graph's state has no default: give --state JSON");
   }
+
+  void enqueue(const std::string& run_id, const nlohmann::json* state, Store& store,
+               const EnqueueOptions& options) override {
+    if (state) return graph_.enqueue(run_id, state->get<S>(), store, options);
+    if constexpr (std::is_default_constructible_v<S>)
+      graph_.enqueue(run_id, S{}, store, options);
+    else
+      throw graph_error("trellis: this graph's state has no default: give --state JSON");
+  }
+
+  void add_to(Worker& worker) override { worker.add(graph_); }
 
   RunReport resume(const std::string& run_id, Store& store) override {
     return report(run_id, graph_.resume(run_id, store));
@@ -89,7 +104,8 @@ class GraphAdapter final : public GraphRunner {
 }  // namespace detail
 
 /// Runs one operator command (argv as main received it) on `store`, or on the store `--store`
-/// names, with `graph` for `run`, `resume` and `step`. Returns the exit code (docs/cli.md).
+/// names, with `graph` for `run`, `resume`, `step`, `enqueue` and `worker`. Returns the exit
+/// code (docs/cli.md).
 template <class S>
 int main(int argc, char** argv, Graph<S>& graph, Store& store) {
   detail::GraphAdapter<S> adapter(graph);

@@ -5,9 +5,10 @@
 /// | spec                      | store |
 /// |---------------------------|-------|
 /// | `sqlite:PATH`             | SqliteStore on the database file PATH |
-/// | `postgresql://...`, `postgres://...` | refused: store_error "not built with PostgreSQL (the
-/// workers issue adds it)" | | `file:DIR` or `DIR`       | FileStore rooted at DIR, except that an
-/// existing regular file that starts with SQLite's header is opened as a SqliteStore |
+/// | `postgresql://...`, `postgres://...` | PostgresStore on that URL in a build with PostgreSQL;
+/// otherwise refused: store_error "this build has no PostgreSQL store" | | `file:DIR` or `DIR` |
+/// FileStore rooted at DIR, except that an existing regular file that starts with SQLite's header
+/// is opened as a SqliteStore |
 ///
 /// Opened to read (`read_only`), nothing is created or written: a spec that names nothing
 /// (a mistyped path) or a directory or file that holds no store is not_a_store, and the path
