@@ -62,9 +62,9 @@ bool is_postgres_url(std::string_view spec) {
 /// the trellis::postgres target defines TRELLIS_CLI_POSTGRES and links it; this one refuses.
 std::unique_ptr<Store> open_postgres(std::string_view spec, bool read_only) {
 #if defined(TRELLIS_CLI_POSTGRES)
-  (void)read_only;  // a PostgreSQL store is opened the same way to read and to write
   PostgresStoreOptions options;
   options.url = std::string(spec);
+  options.read_only = read_only;
   return std::make_unique<PostgresStore>(std::move(options));
 #else
   (void)read_only;

@@ -22,6 +22,8 @@ add_test(NAME trellis_postgres_store_concurrency
          COMMAND ${_trellis_with_postgres} $<TARGET_FILE:trellis_postgres_store_tests>
                  --test-suite=concurrency)
 set_tests_properties(trellis_postgres_store_tests PROPERTIES LABELS "agent;postgres"
-                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+                     TIMEOUT 600 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK postgres)
 set_tests_properties(trellis_postgres_store_concurrency PROPERTIES
-                     LABELS "agent;postgres;concurrency" TIMEOUT 600 SKIP_RETURN_CODE 77)
+                     LABELS "agent;postgres;concurrency" TIMEOUT 600 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK postgres)

@@ -13,5 +13,14 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   echo "with_postgres: no PostgreSQL server installed (Debian: postgresql): skipped" >&2
   exit 77
 fi
+# As root, pg_virtualenv makes its cluster under one fixed name (/etc/postgresql/*/regress) and
+# refuses to start while another one exists: two at once (ctest -j, two builds) take turns on a
+# lock (ctest also gives these tests the RESOURCE_LOCK "postgres", so they do not hold a slot
+# while they wait).
+lock=${TMPDIR:-/tmp}/trellis-pg_virtualenv.lock
+if [ "$(id -u)" = 0 ] && command -v flock >/dev/null 2>&1; then
+  # shellcheck disable=SC2086
+  exec flock "$lock" pg_virtualenv ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"
+fi
 # shellcheck disable=SC2086
 exec pg_virtualenv ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"
