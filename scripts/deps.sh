@@ -17,6 +17,7 @@ packages=(
   libcli11-dev              # the `trellis` command's argument parser (header-only)
   graphviz                  # `dot`: SVG pictures (trellis runs draw --format svg, examples)
   clang-format              # the style check in .ci/run
+  faketime                  # the chaos suite's skewed-clock worker (libfaketime)
 )
 
 say() { printf '==> %s\n' "$*"; }

@@ -227,6 +227,42 @@ std::vector<RunSummary> MemoryStore::read_summaries(const RunFilter& filter) {
   return out;
 }
 
+std::vector<RunSummary> MemoryStore::read_due(const std::string& now,
+                                              const std::vector<std::string>* fingerprints,
+                                              std::size_t limit) {
+  struct Due {
+    int priority;
+    std::string due;
+    const std::string* id;
+  };
+  std::lock_guard lock(m_);
+  std::vector<Due> due;
+  for (const auto& [id, run] : runs_) {
+    const Checkpoint& newest = run.checkpoints.back();
+    if (leases_.contains(id)) continue;  // a live holder: not claimable now
+    if (fingerprints != nullptr && std::find(fingerprints->begin(), fingerprints->end(),
+                                             newest.fingerprint) == fingerprints->end())
+      continue;
+    std::optional<std::string> at = due_at(newest);
+    if (!at || *at > now) continue;
+    due.push_back(Due{newest.priority, std::move(*at), &id});
+  }
+  const auto first = [](const Due& a, const Due& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.due != b.due) return a.due < b.due;
+    return *a.id < *b.id;
+  };
+  const std::size_t n = std::min(limit, due.size());
+  std::partial_sort(due.begin(), due.begin() + static_cast<std::ptrdiff_t>(n), due.end(), first);
+  std::vector<RunSummary> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Run& run = runs_.find(*due[i].id)->second;
+    out.push_back(summarize(run.checkpoints.back(), run.created_at));
+  }
+  return out;
+}
+
 bool MemoryStore::erase_run(std::string_view run_id) {
   std::lock_guard lock(m_);
   auto it = runs_.find(run_id);

@@ -335,16 +335,27 @@ std::string StoreProtocol::store_now() {
 std::vector<Claim> StoreProtocol::claim(const ClaimRequest& request) {
   if (request.fingerprints.empty() || request.limit == 0) return {};
   const std::string now = store_now();
-  // More candidates than asked for: some are held (a live worker), some moved on.
-  const std::vector<RunSummary> candidates =
-      read_due(now, &request.fingerprints, request.limit * 4 + 8);
-  return claim_candidates(
-      candidates, now, request.limit,
-      [&](const std::string& id) {
-        std::string holder;
-        return take_lease(id, request.owner, holder);
-      },
-      [&](const std::string& id) { return read_latest(id); });
+  // More candidates than asked for: some are held (a live worker advances a Running run), some
+  // moved on. When every candidate was held, look further, so runs held at the head of the
+  // order never hide due runs behind them.
+  std::vector<Claim> out;
+  std::size_t tried = 0;
+  for (std::size_t want = request.limit * 4 + 8;; want *= 4) {
+    const std::vector<RunSummary> candidates = read_due(now, &request.fingerprints, want);
+    const std::vector<RunSummary> fresh(
+        candidates.begin() + static_cast<std::ptrdiff_t>(std::min(tried, candidates.size())),
+        candidates.end());
+    tried = candidates.size();
+    std::vector<Claim> got = claim_candidates(
+        fresh, now, request.limit - out.size(),
+        [&](const std::string& id) {
+          std::string holder;
+          return take_lease(id, request.owner, holder);
+        },
+        [&](const std::string& id) { return read_latest(id); });
+    for (Claim& c : got) out.push_back(std::move(c));
+    if (out.size() >= request.limit || candidates.size() < want || want >= 65536) return out;
+  }
 }
 
 std::vector<RunSummary> StoreProtocol::due_runs(std::size_t limit) {

@@ -49,7 +49,10 @@ std::optional<std::string> due_at(const Checkpoint& cp) {
     case RunStatus::Queued:
       return cp.wake_at.empty() ? cp.created_at : cp.wake_at;
     case RunStatus::Running:
-      return cp.created_at;
+      // Claimable as soon as its lease is free, whatever the clock of the worker that wrote it
+      // (a worker whose clock runs ahead must not delay the recovery of its runs): the earliest
+      // time there is, so crashed runs are recovered first.
+      return std::string(kDueAtOnce);
     case RunStatus::Waiting:
       return cp.wake_at.empty() ? cp.created_at : cp.wake_at;
     case RunStatus::WaitingApproval:

@@ -19,8 +19,9 @@ struct Worker::Shared {
   mutable std::mutex m;
   WorkerStats stats;
   std::set<std::string, std::less<>> foreign;  // runs reported once
-  std::stop_source stop;  // stop(): no new claims; run calls yield between steps
-  std::atomic<bool> started{false};
+  std::stop_source stop;             // stop(): no new claims; run calls yield between steps
+  std::atomic<bool> started{false};  // start() was called
+  std::atomic<bool> frozen{false};   // start() or drain() was called: no more graphs
 };
 
 namespace {
@@ -47,7 +48,7 @@ Worker::~Worker() {
 
 Worker& Worker::add_graph(std::string fingerprint, const detail::GraphSpec& spec,
                           detail::StateInterface& typed) {
-  if (shared_->started) throw graph_error("trellis: a worker takes its graphs before it starts");
+  if (shared_->frozen) throw graph_error("trellis: a worker takes its graphs before it starts");
   if (graphs_.contains(fingerprint))
     throw graph_error("trellis: the worker already has a graph [" + fingerprint + "]");
   graphs_.emplace(fingerprint, Entry{&spec, &typed});
@@ -57,6 +58,7 @@ Worker& Worker::add_graph(std::string fingerprint, const detail::GraphSpec& spec
 
 void Worker::start() {
   if (shared_->started.exchange(true)) throw graph_error("trellis: the worker was started already");
+  shared_->frozen = true;
   threads_.reserve(options_.threads);
   for (std::size_t i = 0; i < options_.threads; ++i)
     threads_.emplace_back([this, i](std::stop_token stop) { thread_main(i, stop); });
@@ -74,7 +76,7 @@ void Worker::join() {
 }
 
 std::size_t Worker::drain(std::stop_token stop) {
-  shared_->started = true;  // no graph added from here on
+  shared_->frozen = true;  // no graph added from here on
   std::size_t calls = 0;
   while (!stop.stop_requested() && !shared_->stop.stop_requested() && once(0, stop)) ++calls;
   return calls;

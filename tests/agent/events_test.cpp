@@ -38,7 +38,8 @@ TEST_CASE("agent events: every kind keeps the name the stores' logs hold") {
                                              "compensation_started",
                                              "compensation_completed",
                                              "compensation_failed",
-                                             "reconciled"};
+                                             "reconciled",
+                                             "waiting"};
   REQUIRE(trellis::enumeration<EventKind>::size == logged.size());
   for (std::size_t i = 0; i < logged.size(); ++i)
     CHECK(ag::to_string(trellis::enumeration<EventKind>::values[i]) == logged[i]);

@@ -21,6 +21,9 @@ set_tests_properties(trellis_agent_tests PROPERTIES LABELS "agent" TIMEOUT 300)
 # The behavioural suite over every store, when it is there.
 include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
 
+# Workers, timers and enqueue.
+include(${CMAKE_CURRENT_LIST_DIR}/worker_tests.cmake)
+
 # Effects under SIGKILL at every failpoint and at random times, on every persistent store.
 include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
 
@@ -29,3 +32,6 @@ include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
 trellis_add_compile_fail_tests(trellis_agent_compile_fail ${CMAKE_CURRENT_LIST_DIR}/compile_fail
   "state_without_json|agent::Graph<S> needs nlohmann::json conversions for S|25"
   "control|")
+
+# Chaos: worker processes killed, stopped and skewed on a shared store.
+include(${CMAKE_CURRENT_LIST_DIR}/chaos/chaos_tests.cmake)

@@ -7,8 +7,8 @@
 ///   operator; a failed run reopened by a reconciliation).
 /// - Running: a process advances it (or did, and died: resume continues it).
 /// - WaitingApproval: paused on an Interrupt until a decision (resume.hpp, operations.hpp).
-/// - Waiting: paused on a timer or a child run (the workers issue produces it; nothing in this
-///   release does), started again when what it waits for is there.
+/// - Waiting: paused on a durable timer (a node's Sleep, a retry backoff in a Worker;
+///   Checkpoint::wake_at), started again when it is due (a Worker claims it then).
 /// - Succeeded: ended well (terminal). A run that completed with errors (a fan-out that went on
 ///   after some items failed) is Succeeded with Reason::completed_with_errors.
 /// - Failed: ended with a Reason (terminal), except that a run failed with

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -35,12 +36,17 @@ struct RunSummary {
   friend bool operator==(const RunSummary&, const RunSummary&) = default;
 };
 
+/// The due time of a Running run: the earliest there is (1970-01-01T00:00:00.000Z).
+inline constexpr std::string_view kDueAtOnce = "1970-01-01T00:00:00.000Z";
+
 /// When a Worker may advance the run whose newest checkpoint is `cp` (ISO-8601 UTC text, which
-/// sorts as time does), or nullopt when no worker should: Queued at its wake_at, else at once
-/// (its created_at); Running at once (a run whose worker died: claimable when its lease is
-/// free); Waiting at its wake_at; WaitingApproval at its approval request's expires_at (the
-/// expiry timer: the worker fails it with approval_expired), nullopt without one; Succeeded,
-/// Failed and Cancelled: nullopt.
+/// sorts as time does), or nullopt when no worker should: Queued at its wake_at, else at its
+/// created_at (first in, first out); Running at kDueAtOnce (a run whose worker died: claimable
+/// as soon as its lease is free, whatever the clock of the worker that wrote it); Waiting at its
+/// wake_at; WaitingApproval at its approval request's expires_at (the expiry timer: the worker
+/// fails it with approval_expired), nullopt without one; Succeeded, Failed and Cancelled:
+/// nullopt. (Times other than kDueAtOnce were written by the clock of the process that
+/// committed the checkpoint: a clock that runs ahead delays them; leases never depend on them.)
 std::optional<std::string> due_at(const Checkpoint& cp);
 
 /// The summary of a run whose newest checkpoint is `newest`, created at `created_at`.
