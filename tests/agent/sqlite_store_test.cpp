@@ -56,13 +56,14 @@ fs::path copy_v5_fixture(const persist_test::ScratchDir& dir) {
 }
 
 // The due times the fixture's runs have (RunSummary::due), by run id.
-const std::map<std::string, std::string> kV5Due = {{"approval-expired", "2024-05-03T12:00:00.000Z"},
-                                                   {"approval-later", "2200-01-01T00:00:00.000Z"},
-                                                   {"approval-open", ""},
-                                                   {"cancelled-1", ""},
-                                                   {"done-1", ""},
-                                                   {"queued-1", "2024-05-02T09:00:00.000Z"},
-                                                   {"running-1", "2024-05-01T10:00:01.000Z"}};
+const std::map<std::string, std::string> kV5Due = {
+    {"approval-expired", "2024-05-03T12:00:00.000Z"},
+    {"approval-later", "2200-01-01T00:00:00.000Z"},
+    {"approval-open", ""},
+    {"cancelled-1", ""},
+    {"done-1", ""},
+    {"queued-1", "2024-05-02T09:00:00.000Z"},
+    {"running-1", "1970-01-01T00:00:00.000Z"}};  // Running: due at once (kDueAtOnce)
 
 std::map<std::string, std::string> due_by_run(const std::vector<RunSummary>& runs) {
   std::map<std::string, std::string> out;

@@ -875,8 +875,8 @@ const std::string kGraph = "draft,review@1";  // cp()'s fingerprint
 const std::chrono::system_clock::time_point kFar = kT0 + std::chrono::hours(24 * 365 * 100);
 
 // Run `id`'s first checkpoint: Queued, created at `at`, with `priority`, of graph `graph`.
-Checkpoint queued(const std::string& id, std::chrono::system_clock::time_point at,
-                  int priority = 0, const std::string& graph = kGraph) {
+Checkpoint queued(const std::string& id, std::chrono::system_clock::time_point at, int priority = 0,
+                  const std::string& graph = kGraph) {
   Checkpoint c = cp(id, 0, RunStatus::Queued, at);
   c.priority = priority;
   c.fingerprint = graph;
@@ -1005,8 +1005,10 @@ TEST_CASE_TEMPLATE("store: claim takes only runs of the graphs it is given", S,
   h.store().create(queued("b-1", kT0 + 1h, 0, "b@1"));
   h.store().create(queued("a-2", kT0 + 2h, 0, "a@2"));  // another version of graph a
   CHECK(h.store().claim(wanting(10, {})).empty());
-  CHECK(claimed(h.store().claim(wanting(10, {"b@1"}))) == std::vector<std::string>{"b-1"});
-  CHECK(claimed(h.store().claim(wanting(10, {"a@1", "c@1"}))) == std::vector<std::string>{"a-1"});
+  const std::vector<Claim> b = h.store().claim(wanting(10, {"b@1"}));
+  CHECK(claimed(b) == std::vector<std::string>{"b-1"});
+  const std::vector<Claim> a = h.store().claim(wanting(10, {"a@1", "c@1"}));
+  CHECK(claimed(a) == std::vector<std::string>{"a-1"});
   CHECK(listed(h.store().due_runs(10)) == std::vector<std::string>{"a-2"});
 }
 
@@ -1031,9 +1033,10 @@ TEST_CASE_TEMPLATE("store: due_runs lists what claim would take, of any graph, t
         std::vector<std::string>{"theirs", "mine"});
 }
 
-TEST_CASE_TEMPLATE("store: a request whose approval expired is due; one that does not expire, or "
-                   "expires later, is not",
-                   S, TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE(
+    "store: a request whose approval expired is due; one that does not expire, or "
+    "expires later, is not",
+    S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   const std::pair<std::string, std::optional<std::chrono::system_clock::time_point>> runs[] = {
       {"expired", kT0 + 1h}, {"later", kFar}, {"open", std::nullopt}};
@@ -1051,8 +1054,7 @@ TEST_CASE_TEMPLATE("store: a request whose approval expired is due; one that doe
   CHECK(claims[0].newest == awaiting("expired", 1, kT0 + 1h));
 }
 
-TEST_CASE_TEMPLATE("store: a claimed run comes with its newest checkpoint", S,
-                   TRELLIS_ALL_STORES) {
+TEST_CASE_TEMPLATE("store: a claimed run comes with its newest checkpoint", S, TRELLIS_ALL_STORES) {
   Harness<S> h;
   h.store().create(queued("run-1", kT0));
   advance(h.store(), "run-1", 3);  // Running at seq 3: its worker went away
