@@ -414,6 +414,45 @@ TEST_CASE("sqlite store: delete_run is refused while another process holds the l
   CHECK(sql_integer(db, "SELECT count(*) FROM leases WHERE run_id='run-1'") == 0);
 }
 
+TEST_CASE("sqlite store: a run whose lease holder was SIGKILLed is claimed at once") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  store.create(cp("run-1", 0, RunStatus::Queued));
+  const ag::ClaimRequest request{"w", {"draft,review@1"}, 1};
+  persist_test::Child child = persist_test::spawn_program(
+      TRELLIS_STORE_LEASE_CHILD, {"sqlite", db.string(), "run-1", "600000"});
+  REQUIRE(persist_test::read_line(child).starts_with("leased "));
+  CHECK(store.claim(request).empty());  // a live holder, its lease for 10 minutes more
+  CHECK(store.due_runs(10).empty());
+  ::kill(child.pid, SIGKILL);
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  const std::vector<ag::Claim> claims = store.claim(request);  // provably dead: not its TTL
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].lease.token().epoch == 2);
+  store.commit(cp("run-1", 1), 0, claims[0].lease.token());
+}
+
+TEST_CASE("sqlite store: a claim takes a run whose lease expired; the old holder is fenced") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore old_worker(db, SqliteStoreOptions{.lease_ttl = 50ms});
+  old_worker.create(cp("run-1", 0, RunStatus::Queued));
+  const Lease stale = old_worker.lease("run-1", "stalled");  // alive, never renewed
+  SqliteStore store(db);
+  const ag::ClaimRequest request{"w", {"draft,review@1"}, 1};
+  CHECK(store.claim(request).empty());
+  std::vector<ag::Claim> claims;
+  for (int i = 0; i < 100 && claims.empty(); ++i) {  // the TTL runs out (bounded: 5 s)
+    std::this_thread::sleep_for(50ms);
+    claims = store.claim(request);
+  }
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].lease.token().epoch == stale.token().epoch + 1);
+  CHECK_THROWS_AS(old_worker.commit(cp("run-1", 1), 0, stale.token()), ag::run_busy);
+  store.commit(cp("run-1", 1), 0, claims[0].lease.token());
+}
+
 TEST_CASE("sqlite store: delete_run leaves nothing of the run in any table") {
   persist_test::ScratchDir dir;
   const fs::path db = dir / "runs.db";
