@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <unordered_map>
@@ -693,7 +694,8 @@ bool same_journal(const FileStamp& a, const FileStamp& b) {
 
 // One line of the index: a JSON array (compact, and cheap to read back: list_runs reads a line
 // per run), [ino, size, mtime_ns, run_id, status, reason, node, step, seq, created_at,
-// updated_at, fingerprint, request].
+// updated_at, fingerprint, request, due, priority] (layout 3; a line of layout 2 ends with
+// request, and is not used: it does not say when the run is due).
 std::string index_line(const RunSummary& s, const FileStamp& journal) {
   const nlohmann::json j = {static_cast<std::uint64_t>(journal.ino),
                             journal.size,
@@ -707,7 +709,9 @@ std::string index_line(const RunSummary& s, const FileStamp& journal) {
                             s.created_at,
                             s.updated_at,
                             s.fingerprint,
-                            s.request};
+                            s.request,
+                            s.due,
+                            s.priority};
   return j.dump() + "\n";
 }
 
@@ -720,6 +724,7 @@ class IndexLineReader {
 
   bool read(IndexEntry& out) {
     std::uint64_t ino = 0;
+    std::int64_t priority = 0;
     std::string_view status, reason;
     RunSummary& s = out.summary;
     if (!(take('[') && number(ino) && take(',') && number(out.journal.size) && take(',') &&
@@ -727,8 +732,11 @@ class IndexLineReader {
           text(status) && take(',') && text(reason) && take(',') && text(s.node) && take(',') &&
           number(s.step) && take(',') && number(s.seq) && take(',') && text(s.created_at) &&
           take(',') && text(s.updated_at) && take(',') && text(s.fingerprint) && take(',') &&
-          text(s.request) && take(']') && p_ == end_))
+          text(s.request) && take(',') && text(s.due) && take(',') && signed_number(priority) &&
+          take(']') && p_ == end_))
       return false;
+    if (priority < INT_MIN || priority > INT_MAX) return false;
+    s.priority = static_cast<int>(priority);
     out.journal.ino = static_cast<ino_t>(ino);
     const auto st = enumeration<RunStatus>::from_name(status);
     const auto re = enumeration<Reason>::from_name(reason);
@@ -789,7 +797,7 @@ class IndexLineReader {
 // The JSON parser's reading of an index line (escaped strings).
 bool parse_index_line_slowly(std::string_view line, IndexEntry& out) {
   nlohmann::json j;
-  if (trellis::detail::parse_json(line, j) || !j.is_array() || j.size() != 13) return false;
+  if (trellis::detail::parse_json(line, j) || !j.is_array() || j.size() != 15) return false;
   try {
     out.journal.ino = static_cast<ino_t>(j[0].get<std::uint64_t>());
     out.journal.size = j[1].get<std::uint64_t>();
@@ -808,6 +816,10 @@ bool parse_index_line_slowly(std::string_view line, IndexEntry& out) {
     s.updated_at = j[10].get<std::string>();
     s.fingerprint = j[11].get<std::string>();
     s.request = j[12].get<std::string>();
+    s.due = j[13].get<std::string>();
+    const auto priority = j[14].get<std::int64_t>();
+    if (priority < INT_MIN || priority > INT_MAX) return false;
+    s.priority = static_cast<int>(priority);
     return true;
   } catch (const nlohmann::json::exception&) {
     return false;
@@ -1554,7 +1566,9 @@ std::vector<CancelRequest> FileStore::read_cancel_requests(std::string_view run_
 }
 
 std::vector<RunSummary> FileStore::read_summaries(const RunFilter& filter) {
-  const bool indexed = version_ >= 2;
+  // An older layout's index lines (read-only: it was not upgraded) lack the due time: every
+  // journal is read instead.
+  const bool indexed = version_ >= format_version;
   Listing listing = collect(indexed);
   // A writable store repairs its index when the listing had to read journals, or when the
   // index holds far more lines than runs (deleted runs, many commits).
@@ -1565,6 +1579,118 @@ std::vector<RunSummary> FileStore::read_summaries(const RunFilter& filter) {
   std::vector<RunSummary> out;
   for (IndexEntry& e : listing.runs)
     if (filter.matches(e.summary)) out.push_back(std::move(e.summary));
+  return out;
+}
+
+namespace {
+
+// Claim order (store.hpp): higher priority first, then the earliest due, then the run id.
+bool claim_order(const RunSummary& a, const RunSummary& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.due != b.due) return a.due < b.due;
+  return a.run_id < b.run_id;
+}
+
+// The lease files (device, inode) whose leases FileStore objects of this process hold, by run
+// id: a run among them is not a candidate (its take_lease would fail).
+std::multimap<std::string, std::pair<dev_t, ino_t>> leases_held_here() {
+  std::multimap<std::string, std::pair<dev_t, ino_t>> out;
+  std::lock_guard lock(held_leases_m);
+  for (const auto& [holder, held] : held_leases()) {
+    struct stat st {};
+    if (::fstat(held.fd, &st) == 0) out.emplace(held.run_id, std::make_pair(st.st_dev, st.st_ino));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RunSummary> FileStore::read_due(const std::string& now,
+                                            const std::vector<std::string>* fingerprints,
+                                            std::size_t limit) {
+  std::vector<RunSummary> out;
+  if (limit == 0 || (fingerprints != nullptr && fingerprints->empty())) return out;
+  auto wanted = [&](const RunSummary& s) {
+    if (s.due.empty() || s.due > now) return false;  // fixed-width UTC: text order is time order
+    return fingerprints == nullptr || std::find(fingerprints->begin(), fingerprints->end(),
+                                                s.fingerprint) != fingerprints->end();
+  };
+  const Directory& root = root_dir_->dir;
+  const auto held = leases_held_here();
+  auto held_here = [&](const std::string& id) {
+    const auto [first, last] = held.equal_range(id);
+    if (first == last) return false;
+    struct stat st {};
+    const std::string lease = id + "/" + kLease;
+    if (::fstatat(root.fd(), lease.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    for (auto it = first; it != last; ++it)
+      if (it->second == std::make_pair(st.st_dev, st.st_ino)) return true;
+    return false;
+  };
+
+  // The full pass: the listing (every journal's stamp checked, stale ones read, the index
+  // repaired), on the first call of this object and every kDueFullPass after, so a run whose
+  // index line a crash lost is found; always over an older layout (its index has no due time).
+  const std::int64_t tick = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::int64_t next = next_full_due_pass_.load();
+  if (version_ < format_version ||
+      (tick >= next &&
+       next_full_due_pass_.compare_exchange_strong(
+           next,
+           tick + std::chrono::duration_cast<std::chrono::steady_clock::duration>(kDueFullPass)
+                      .count()))) {
+    for (RunSummary& s : read_summaries(RunFilter{}))
+      if (wanted(s) && !held_here(s.run_id)) out.push_back(std::move(s));
+    std::sort(out.begin(), out.end(), claim_order);
+    if (out.size() > limit) out.resize(limit);
+    return out;
+  }
+
+  // The quick pass: one read of the index, the newest line of each run; then, in claim order,
+  // each candidate's journal stamp is checked (a deleted run is dropped, a stale line replaced
+  // by what the journal says) until `limit` are found.
+  std::unordered_map<std::string, IndexEntry> entries;
+  {
+    unique_fd fd;
+    const int err = root.open_regular(kIndex, fd);
+    if (err != 0 && err != ENOENT) fail(root_ / kIndex, "open", err);
+    if (err == 0) {
+      std::string text;
+      if (const int r = trellis::detail::read_all(fd.get(), text)) fail(root_ / kIndex, "read", r);
+      IndexEntry entry;
+      trellis::detail::scan_lines(text, [&](std::string_view line, std::size_t) {
+        if (parse_index_line(line, entry)) {
+          std::string id = entry.summary.run_id;
+          entries.insert_or_assign(std::move(id), std::move(entry));
+        }
+        return true;
+      });
+    }
+  }
+  std::vector<IndexEntry*> candidates;
+  for (auto& [id, e] : entries)
+    if (wanted(e.summary)) candidates.push_back(&e);
+  std::sort(candidates.begin(), candidates.end(), [](const IndexEntry* a, const IndexEntry* b) {
+    return claim_order(a->summary, b->summary);
+  });
+  std::string rel;
+  for (IndexEntry* e : candidates) {
+    if (out.size() >= limit) break;
+    const std::string& id = e->summary.run_id;
+    if (held_here(id)) continue;
+    rel.assign(id).append("/").append(kJournal);
+    struct stat st {};
+    if (::fstatat(root.fd(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size == 0)
+      continue;  // deleted (its line stays until the index is compacted)
+    if (same_journal(e->journal, stamp_of(st))) {
+      out.push_back(std::move(e->summary));
+      continue;
+    }
+    std::optional<IndexEntry> read = read_run_entry(root, root_dir_->modes, id, root_ / id, e);
+    if (read && wanted(read->summary)) out.push_back(std::move(read->summary));
+  }
+  std::sort(out.begin(), out.end(), claim_order);
   return out;
 }
 

@@ -119,6 +119,15 @@ CREATE TABLE graphs(
   shape TEXT NOT NULL,
   checksum TEXT NOT NULL) WITHOUT ROWID;
 )sql",
+    // 6: durable timers and priorities: when a worker may advance the run (RunSummary::due,
+    // NULL when nothing but a person makes it runnable) and its priority, kept by every create
+    // and commit (the rows of an older database get theirs from their newest checkpoint when
+    // it is upgraded); claims read the due runs over runs_by_due.
+    R"sql(
+ALTER TABLE runs ADD COLUMN due TEXT;
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_by_due ON runs(due) WHERE due IS NOT NULL;
+)sql",
 };
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(SqliteStore::schema_version));
 
@@ -194,6 +203,14 @@ struct SqliteStore::Db {
     Query& bind(int i, std::int64_t v) {
       s_.db().check(sqlite3_bind_int64(s_.get(), i, v), "bind");
       return *this;
+    }
+    /// Binds `text`, or NULL when it is empty.
+    Query& bind_or_null(int i, std::string_view text) {
+      if (text.empty()) {
+        s_.db().check(sqlite3_bind_null(s_.get(), i), "bind");
+        return *this;
+      }
+      return bind(i, text);
     }
     Query& bind(int i, std::string_view text) {
       s_.db().check(sqlite3_bind_text(s_.get(), i, text.data(), static_cast<int>(text.size()),
@@ -487,6 +504,18 @@ struct SqliteStore::Db {
           "WHERE r.run_id=?1 AND c.id>?2 ORDER BY c.id");
       get_graph = &prepare("SELECT shape, checksum FROM graphs WHERE fingerprint=?1");
     }
+    if (version >= 6) {
+      // The due runs in claim order, over runs_by_due, each with its lease row (the caller
+      // skips the ones a live holder has); ?2: a JSON array of fingerprints, NULL for any.
+      due_runs = &prepare(
+          "SELECT r.run_id, r.status, r.reason, r.next_node, r.step, r.newest_seq, "
+          "r.created_at, r.newest_at, r.fingerprint, r.request, r.due, r.priority, "
+          "l.token, l.expires_at_ms, l.pid, l.pid_space, l.started "
+          "FROM runs r LEFT JOIN leases l ON l.run_id=r.run_id "
+          "WHERE r.due IS NOT NULL AND r.due<=?1 "
+          "AND (?2 IS NULL OR r.fingerprint IN (SELECT value FROM json_each(?2))) "
+          "ORDER BY r.priority DESC, r.due, r.run_id");
+    }
     if (read_only) return;
 
     begin = &prepare("BEGIN IMMEDIATE");
@@ -494,11 +523,12 @@ struct SqliteStore::Db {
     rollback_ = &prepare("ROLLBACK");
     insert_run = &prepare(
         "INSERT INTO runs(run_id, newest_seq, status, finished, newest_at, since_full, "
-        "next_node, step, reason, created_at, fingerprint, request) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?5, ?9, ?10)");
+        "next_node, step, reason, created_at, fingerprint, request, due, priority) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?5, ?9, ?10, ?11, ?12)");
     update_run = &prepare(
         "UPDATE runs SET newest_seq=?2, status=?3, finished=?4, newest_at=?5, since_full=?6, "
-        "next_node=?7, step=?8, reason=?9, fingerprint=?10, request=?11 WHERE id=?1");
+        "next_node=?7, step=?8, reason=?9, fingerprint=?10, request=?11, due=?12, priority=?13 "
+        "WHERE id=?1");
     insert_checkpoint = &prepare(
         "INSERT INTO checkpoints(run, seq, full, record, checksum) VALUES(?1, ?2, ?3, ?4, ?5)");
     lease_put = &prepare(
@@ -581,6 +611,7 @@ struct SqliteStore::Db {
   Stmt* newest_request = nullptr;
   Stmt* insert_request = nullptr;
   Stmt* put_graph = nullptr;
+  Stmt* due_runs = nullptr;
 
   std::map<std::int64_t, Cached> cache;                 // run row id -> newest encoder
   std::map<std::string, LeaseToken, std::less<>> held;  // run id -> our newest lease on it
@@ -697,6 +728,59 @@ struct SqliteStore::Db {
     }
   }
 
+  // Schema 6: the due time and priority of the runs an older trellis wrote, from their newest
+  // checkpoint (a run that was Queued or Running is due at once, as a worker should find it).
+  void due_old_runs() {
+    Stmt chain(*this, kChainSql);
+    Stmt update(*this, "UPDATE runs SET due=?2, priority=?3 WHERE id=?1");
+    std::vector<std::pair<std::int64_t, std::uint64_t>> rows;
+    {
+      Stmt all(*this, "SELECT id, newest_seq FROM runs");
+      Query q(all);
+      while (q.step()) rows.emplace_back(q.integer(0), static_cast<std::uint64_t>(q.integer(1)));
+    }
+    for (const auto& [id, newest_seq] : rows) {
+      detail::CheckpointDecoder newest;
+      decode_with(chain, id, newest_seq, newest);
+      if (newest.empty()) continue;
+      const Checkpoint cp = newest.current();
+      Query(update)
+          .bind(1, id)
+          .bind_or_null(2, due_at(cp).value_or(std::string()))
+          .bind(3, std::int64_t{cp.priority})
+          .run();
+    }
+  }
+
+  // A run's summary from a row whose columns 0-9 are run_id, status, reason, next_node, step,
+  // newest_seq, created_at, newest_at, fingerprint and request, and with `due` 10 and 11 due and
+  // priority.
+  RunSummary summary_row(const Query& q, bool due) const {
+    RunSummary s;
+    s.run_id = q.text(0);
+    const std::string status = q.text(1);
+    const std::string reason = q.text(2);
+    const auto st = enumeration<RunStatus>::from_name(status);
+    const auto re = enumeration<Reason>::from_name(reason);
+    if (!st || !re)
+      refuse("run '" + s.run_id + "' has an unknown " +
+             (st ? "reason '" + reason : "status '" + status) + "' in its index row");
+    s.status = *st;
+    s.reason = *re;
+    s.node = q.text(3);
+    s.step = static_cast<std::uint64_t>(q.integer(4));
+    s.seq = static_cast<std::uint64_t>(q.integer(5));
+    s.created_at = q.text(6);
+    s.updated_at = q.text(7);
+    s.fingerprint = q.text(8);
+    s.request = q.text(9);
+    if (due) {
+      s.due = q.text(10);  // NULL reads as empty
+      s.priority = static_cast<int>(q.integer(11));
+    }
+    return s;
+  }
+
   // The record text of a row, checked against the row's checksum and parsed with the file
   // readers' depth limit (a crafted deep record must not overflow the decoder's stack).
   nlohmann::json record_of(const std::string& text, const std::string& checksum,
@@ -775,6 +859,7 @@ SqliteStore::SqliteStore(std::filesystem::path path, SqliteStoreOptions options)
       db.exec(kMigrations[v], "upgrade the schema to version " + std::to_string(v + 1));
       if (v + 1 == 4) db.checksum_old_rows();
       if (v + 1 == 5 && version > 0) db.index_old_runs();
+      if (v + 1 == 6 && version > 0) db.due_old_runs();
     }
     if (version == -1)
       db.exec(("INSERT INTO trellis_schema(version) VALUES(" + std::to_string(schema_version) + ")")
@@ -855,6 +940,8 @@ class SqliteStore::Write final : public detail::RunWrite {
         .bind(8, enumeration<Reason>::name(first.reason))
         .bind(9, first.fingerprint)
         .bind(10, request_id(first))
+        .bind_or_null(11, due_at(first).value_or(std::string()))
+        .bind(12, std::int64_t{first.priority})
         .run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_.handle);
     Db::Query(*db_.insert_checkpoint)
@@ -905,6 +992,8 @@ class SqliteStore::Write final : public detail::RunWrite {
         .bind(9, enumeration<Reason>::name(next.reason))
         .bind(10, next.fingerprint)
         .bind(11, request_id(next))
+        .bind_or_null(12, due_at(next).value_or(std::string()))
+        .bind(13, std::int64_t{next.priority})
         .run();
     entry.seq = next.seq;
   }
@@ -1274,9 +1363,13 @@ std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
     return out;
   }
   // The filter in WHERE (the status one over the runs_by_status index), ordered by run id.
+  // Columns 0-9 are the index's; then due and priority (version 6), or the row id (version 5,
+  // read-only: the due time is decoded from the newest checkpoint).
+  const bool has_due = db.version >= 6;
   std::string sql =
       "SELECT run_id, status, reason, next_node, step, newest_seq, created_at, newest_at, "
-      "fingerprint, request FROM runs";
+      "fingerprint, request, ";
+  sql += has_due ? "due, priority FROM runs" : "id FROM runs";
   std::vector<std::string> where;
   if (filter.status) where.emplace_back("status=?1");
   if (!filter.since.empty()) where.emplace_back("newest_at>=?2");
@@ -1289,24 +1382,46 @@ std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
   if (!filter.since.empty()) q.bind(2, filter.since);
   if (!filter.node.empty()) q.bind(3, filter.node);
   while (q.step()) {
-    RunSummary& s = out.emplace_back();
-    s.run_id = q.text(0);
-    const std::string status = q.text(1);
-    const std::string reason = q.text(2);
-    const auto st = enumeration<RunStatus>::from_name(status);
-    const auto re = enumeration<Reason>::from_name(reason);
-    if (!st || !re)
-      db.refuse("run '" + s.run_id + "' has an unknown " +
-                (st ? "reason '" + reason : "status '" + status) + "' in its index row");
-    s.status = *st;
-    s.reason = *re;
-    s.node = q.text(3);
-    s.step = static_cast<std::uint64_t>(q.integer(4));
-    s.seq = static_cast<std::uint64_t>(q.integer(5));
-    s.created_at = q.text(6);
-    s.updated_at = q.text(7);
-    s.fingerprint = q.text(8);
-    s.request = q.text(9);
+    RunSummary& s = out.emplace_back(db.summary_row(q, has_due));
+    if (!has_due) {
+      detail::CheckpointDecoder newest;
+      db.decode_to(q.integer(10), s.seq, newest);
+      if (newest.empty()) continue;
+      const Checkpoint cp = newest.current();
+      s.due = due_at(cp).value_or(std::string());
+      s.priority = cp.priority;
+    }
+  }
+  return out;
+}
+
+std::vector<RunSummary> SqliteStore::read_due(const std::string& now,
+                                              const std::vector<std::string>* fingerprints,
+                                              std::size_t limit) {
+  // Read-only over an older schema: no due column, the protocol's default over the listing.
+  // (db_->version is set once, by the constructor.)
+  if (db_->version < 6) return StoreProtocol::read_due(now, fingerprints, limit);
+  std::vector<RunSummary> out;
+  if (limit == 0 || (fingerprints != nullptr && fingerprints->empty())) return out;
+  const std::string wanted = fingerprints ? dump(nlohmann::json(*fingerprints)) : std::string();
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  const std::int64_t now_in_ms = now_ms();
+  // One query in claim order, over runs_by_due; the rows come one by one (no LIMIT), so the
+  // ones a live holder has are skipped here (its expiry, or its process provably dead, as
+  // take_lease decides) and do not crowd out the free ones.
+  Db::Query q(*db.due_runs);
+  q.bind(1, now);
+  if (fingerprints) q.bind(2, wanted);
+  while (out.size() < limit && q.step()) {
+    Db::LeaseRow lease;
+    lease.holder = q.text(12);
+    lease.expires_at_ms = q.integer(13);
+    lease.pid = q.integer(14);
+    lease.pid_space = q.text(15);
+    lease.started = q.integer(16);
+    if (!lease.free(now_in_ms)) continue;
+    out.push_back(db.summary_row(q, true));
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// FileStore layout version 2 (issue 14): the marker and the upgrade of a version 1 store (the
-// checked-in fixture), the read-only open, the run index behind list_runs (filters, a crash
-// between a commit and its index line, compaction), cancel requests, delete_run against a
-// lease held here or in another process, events_after positions and graph shapes.
+// FileStore layout versions 2 (issue 14) and 3 (issue 15: due times and priorities): the marker
+// and the upgrade of a version 1 and a version 2 store (the checked-in fixtures), claims over
+// the index and across a SIGKILLed lease holder, the read-only open, the run index behind list_runs
+// (filters, a crash between a commit and its index line, compaction), cancel requests, delete_run
+// against a lease held here or in another process, events_after positions and graph shapes.
 
 #include <trellis/agent/errors.hpp>
 
@@ -54,6 +55,47 @@ fs::path copy_fixture(const persist_test::ScratchDir& dir) {
   return root;
 }
 
+// A copy of the version 2 fixture (fixtures/file-store-v2/README.md) at `dir`/store, its index
+// lines given the stamps of the copied journals: as if the release before had written it there
+// (so its lines, current but without due times, must not be trusted for them).
+fs::path copy_v2_fixture(const persist_test::ScratchDir& dir) {
+  const fs::path root = dir / "store";
+  fs::copy(fs::path(TRELLIS_AGENT_FIXTURES) / "file-store-v2" / "store", root,
+           fs::copy_options::recursive);
+  std::istringstream text(persist_test::read_bytes(root / "@index.jsonl"));
+  std::string restamped;
+  for (std::string line; std::getline(text, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    REQUIRE(j.size() == 13);
+    struct stat st {};
+    REQUIRE(::stat((root / j[3].get<std::string>() / "journal.jsonl").c_str(), &st) == 0);
+    j[0] = static_cast<std::uint64_t>(st.st_ino);
+    j[1] = static_cast<std::uint64_t>(st.st_size);
+    j[2] = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    restamped += j.dump() + "\n";
+  }
+  persist_test::write_bytes(root / "@index.jsonl", restamped);
+  return root;
+}
+
+// The due times of the version 2 fixture's runs (RunSummary::due), by run id.
+const std::map<std::string, std::string> kV2Due = {
+    {"approval-expired", "2024-05-03T12:00:00.000Z"},
+    {"approval-later", "2200-01-01T00:00:00.000Z"},
+    {"approval-open", ""},
+    {"cancelled-1", ""},
+    {"done-1", ""},
+    {"queued-1", "2024-05-02T09:00:00.000Z"},
+    {"running-1", "1970-01-01T00:00:00.000Z"}};  // Running: due at once (kDueAtOnce)
+
+std::map<std::string, std::string> due_by_run(const std::vector<RunSummary>& runs) {
+  std::map<std::string, std::string> out;
+  for (const RunSummary& s : runs) out[s.run_id] = s.due;
+  return out;
+}
+
+const std::string kV2Graph = "draft,review,pay@1";
+
 std::vector<std::string> ids(const std::vector<RunSummary>& runs) {
   std::vector<std::string> out;
   for (const RunSummary& s : runs) out.push_back(s.run_id);
@@ -90,7 +132,7 @@ std::vector<nlohmann::json> index_lines_of(const fs::path& index, const std::str
   std::istringstream text(persist_test::read_bytes(index));
   for (std::string line; std::getline(text, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_array() && j.size() == 13 && j[3] == id) out.push_back(j);
+    if (j.is_array() && j.size() == 15 && j[3] == id) out.push_back(j);
   }
   return out;
 }
@@ -107,13 +149,13 @@ Checkpoint waiting(const std::string& id, std::uint64_t seq,
 
 // ---- opening: the marker, version 1, read-only ---------------------------------------------
 
-TEST_CASE("file store: a new root gets the version 2 marker") {
+TEST_CASE("file store: a new root gets the version 3 marker") {
   persist_test::ScratchDir dir;
   FileStore store(dir / "runs");
-  CHECK(store.version() == 2);
+  CHECK(store.version() == 3);
   const nlohmann::json marker =
       nlohmann::json::parse(persist_test::read_bytes(dir / "runs" / "@store.json"));
-  CHECK(marker == nlohmann::json{{"format", "trellis.file_store"}, {"version", 2}});
+  CHECK(marker == nlohmann::json{{"format", "trellis.file_store"}, {"version", 3}});
 }
 
 TEST_CASE("file store: a read-only open of a version 1 store reads it without changing a byte") {
@@ -164,10 +206,10 @@ TEST_CASE("file store: a writable open upgrades a version 1 store, which reads t
     old = contents(store);
   }
   FileStore store(root);
-  CHECK(store.version() == 2);
+  CHECK(store.version() == FileStore::format_version);
   const nlohmann::json marker =
       nlohmann::json::parse(persist_test::read_bytes(root / "@store.json"));
-  CHECK(marker["version"] == 2);
+  CHECK(marker["version"] == FileStore::format_version);
   CHECK(fs::exists(root / "@index.jsonl"));
   CHECK(contents(store) == old);
   // The index holds a line per run, and the upgraded store goes on.
@@ -177,11 +219,70 @@ TEST_CASE("file store: a writable open upgrades a version 1 store, which reads t
   CHECK(store.list_runs({})[0].created_at == "2024-05-01T12:00:00.000Z");
 }
 
+TEST_CASE("file store: a read-only open of a version 2 store gives due times, changing no byte") {
+  persist_test::ScratchDir dir;
+  const fs::path root = copy_v2_fixture(dir);
+  const Snapshot before = snapshot(root);
+  {
+    FileStore store(root, read_only());
+    CHECK(store.version() == 2);
+    const std::vector<RunSummary> listed = store.list_runs({});
+    CHECK(due_by_run(listed) == kV2Due);
+    for (const RunSummary& s : listed) CHECK(s.priority == 0);
+    CHECK(ids(store.due_runs(10)) ==
+          std::vector<std::string>{"running-1", "queued-1", "approval-expired"});
+    CHECK(store.cancel_requests("cancelled-1").size() == 1);
+    CHECK_THROWS_AS(store.claim(trellis::agent::ClaimRequest{"w", {kV2Graph}, 1}),
+                    trellis::agent::store_error);
+  }
+  CHECK(snapshot(root) == before);
+}
+
+TEST_CASE(
+    "file store: a writable open upgrades a version 2 store; claims take its due runs in "
+    "order") {
+  persist_test::ScratchDir dir;
+  const fs::path root = copy_v2_fixture(dir);
+  Contents old;
+  {
+    FileStore store(root, read_only());
+    old = contents(store);
+  }
+  {
+    FileStore store(root);
+    CHECK(store.version() == 3);
+    CHECK(nlohmann::json::parse(persist_test::read_bytes(root / "@store.json"))["version"] == 3);
+    CHECK(contents(store) == old);
+    CHECK(due_by_run(store.list_runs({})) == kV2Due);
+    // The index was rebuilt: a line of 15 members per run, the due time second to last.
+    CHECK(index_lines_of(root / "@index.jsonl", "approval-expired").back()[13] ==
+          "2024-05-03T12:00:00.000Z");
+    std::vector<trellis::agent::Claim> claims =
+        store.claim(trellis::agent::ClaimRequest{"w", {kV2Graph}, 10});
+    REQUIRE(claims.size() == 3);
+    CHECK(claims[0].newest.run_id == "running-1");
+    CHECK(claims[0].lease.token().epoch == 2);  // the fixture's worker had epoch 1
+    CHECK(claims[1].newest.run_id == "queued-1");
+    CHECK(claims[2].newest.run_id == "approval-expired");
+    CHECK(claims[2].newest.interrupt->approval->expires_at.has_value());
+    // Claimed, by this object and by another one (through the index alone): nothing is left.
+    CHECK(store.claim(trellis::agent::ClaimRequest{"w", {kV2Graph}, 10}).empty());
+    FileStore other(root);
+    CHECK(other.claim(trellis::agent::ClaimRequest{"w2", {kV2Graph}, 10}).empty());
+  }
+  const Snapshot upgraded = snapshot(root);
+  {
+    FileStore again(root);  // opening an upgraded store changes nothing
+    CHECK(again.version() == 3);
+  }
+  CHECK(snapshot(root) == upgraded);
+}
+
 TEST_CASE("file store: a marker of a newer version is refused, the root untouched") {
   persist_test::ScratchDir dir;
   const fs::path root = copy_fixture(dir);
   persist_test::write_bytes(root / "@store.json",
-                            "{\"format\":\"trellis.file_store\",\"version\":3}\n");
+                            "{\"format\":\"trellis.file_store\",\"version\":4}\n");
   const Snapshot before = snapshot(root);
   for (const bool ro : {false, true}) {
     CAPTURE(ro);
@@ -193,8 +294,8 @@ TEST_CASE("file store: a marker of a newer version is refused, the root untouche
     } catch (const trellis::agent::store_error& e) {
       const std::string what = e.what();
       CHECK(what.find("@store.json") != std::string::npos);
+      CHECK(what.find("version 4") != std::string::npos);
       CHECK(what.find("version 3") != std::string::npos);
-      CHECK(what.find("version 2") != std::string::npos);
     }
   }
   CHECK(snapshot(root) == before);
@@ -500,6 +601,43 @@ TEST_CASE("file store: delete_run is refused while another process holds the run
   CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
   h.store().delete_run("run-1");
   CHECK_FALSE(fs::exists(h.root() / "run-1"));
+}
+
+TEST_CASE("file store: a run whose lease holder was SIGKILLed is claimed at once") {
+  Harness<FileStore> h;
+  h.store().create(cp("run-1", 0, RunStatus::Queued));
+  const trellis::agent::ClaimRequest request{"w", {"draft,review@1"}, 1};
+  persist_test::Child child =
+      persist_test::spawn_program(TRELLIS_STORE_LEASE_CHILD, {"file", h.root().string(), "run-1"});
+  REQUIRE(persist_test::read_line(child).starts_with("leased "));
+  CHECK(h.store().claim(request).empty());  // a live holder in another process
+  ::kill(child.pid, SIGKILL);
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  const std::vector<trellis::agent::Claim> claims = h.store().claim(request);
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].newest == cp("run-1", 0, RunStatus::Queued));
+  CHECK(claims[0].lease.token().epoch == 2);
+  h.store().commit(cp("run-1", 1), 0, claims[0].lease.token());
+}
+
+TEST_CASE(
+    "file store: claims through the index drop a deleted run and read a stale line's "
+    "journal") {
+  Harness<FileStore> h;
+  const fs::path index = h.root() / "@index.jsonl";
+  h.store().create(cp("gone", 0, RunStatus::Queued));
+  h.store().create(cp("moved-on", 0, RunStatus::Queued));
+  h.store().create(cp("ready", 0, RunStatus::Queued, kT0 + 1h));
+  CHECK(h.store().due_runs(10).size() == 3);  // the first call lists from the journals
+  const std::string before = persist_test::read_bytes(index);
+  h.store().delete_run("gone");
+  h.store().commit(cp("moved-on", 1, RunStatus::Succeeded), 0);
+  persist_test::write_bytes(index, before);  // lines that say both are still due
+  CHECK(ids(h.store().due_runs(10)) == std::vector<std::string>{"ready"});
+  const std::vector<trellis::agent::Claim> claims =
+      h.store().claim(trellis::agent::ClaimRequest{"w", {"draft,review@1"}, 10});
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].newest.run_id == "ready");
 }
 
 TEST_CASE("file store: events_after gives each event its line number as its position") {

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <map>
 
 #include "store_test_support.hpp"
 
@@ -42,6 +43,32 @@ fs::path copy_v4_fixture(const persist_test::ScratchDir& dir) {
   fs::copy_file(TRELLIS_SQLITE_V4_FIXTURE, db);
   fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
   return db;
+}
+
+// A copy of tests/agent/fixtures/sqlite-v5.db, a schema 5 database written by the SqliteStore of
+// the release before durable timers and priorities (commit ba15926): seven runs of graph
+// "draft,review,pay@1" in every status, described in fixtures/file-store-v2/README.md.
+fs::path copy_v5_fixture(const persist_test::ScratchDir& dir) {
+  const fs::path db = dir / "runs.db";
+  fs::copy_file(TRELLIS_SQLITE_V5_FIXTURE, db);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+  return db;
+}
+
+// The due times the fixture's runs have (RunSummary::due), by run id.
+const std::map<std::string, std::string> kV5Due = {
+    {"approval-expired", "2024-05-03T12:00:00.000Z"},
+    {"approval-later", "2200-01-01T00:00:00.000Z"},
+    {"approval-open", ""},
+    {"cancelled-1", ""},
+    {"done-1", ""},
+    {"queued-1", "2024-05-02T09:00:00.000Z"},
+    {"running-1", "1970-01-01T00:00:00.000Z"}};  // Running: due at once (kDueAtOnce)
+
+std::map<std::string, std::string> due_by_run(const std::vector<RunSummary>& runs) {
+  std::map<std::string, std::string> out;
+  for (const RunSummary& s : runs) out[s.run_id] = s.due;
+  return out;
 }
 
 bool exists_beside(const fs::path& db, const char* suffix) {
@@ -93,7 +120,7 @@ TEST_CASE("sqlite store: a schema 4 database opened read-only is read as it is, 
   CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 4);
 }
 
-TEST_CASE("sqlite store: a schema 4 database opened for writing is upgraded to 5 and listed") {
+TEST_CASE("sqlite store: a schema 4 database opened for writing is upgraded and listed") {
   persist_test::ScratchDir dir;
   const fs::path db = copy_v4_fixture(dir);
   std::vector<RunSummary> as_read;
@@ -102,7 +129,7 @@ TEST_CASE("sqlite store: a schema 4 database opened for writing is upgraded to 5
     as_read = old.list_runs();
   }
   SqliteStore store(db);
-  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 5);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
   // The index the upgrade filled holds what the checkpoints say.
   const std::vector<RunSummary> all = store.list_runs();
   CHECK(all == as_read);
@@ -124,17 +151,75 @@ TEST_CASE("sqlite store: a schema 4 database opened for writing is upgraded to 5
   CHECK(again.list_runs().size() == 2);
 }
 
-TEST_CASE("sqlite store: a schema 6 database is refused untouched, read-only or not") {
+TEST_CASE("sqlite store: a schema 7 database is refused untouched, read-only or not") {
   persist_test::ScratchDir dir;
-  const fs::path db = copy_v4_fixture(dir);
+  const fs::path db = copy_v5_fixture(dir);
   { SqliteStore upgraded(db); }
-  exec_sql(db, "UPDATE trellis_schema SET version = 6");
+  exec_sql(db, "UPDATE trellis_schema SET version = 7");
   const std::string before = persist_test::read_bytes(db);
-  CHECK_THROWS_WITH_AS(SqliteStore(db, kReadOnly), doctest::Contains("schema version 6 is newer"),
+  CHECK_THROWS_WITH_AS(SqliteStore(db, kReadOnly), doctest::Contains("schema version 7 is newer"),
                        ag::store_error);
-  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 6 is newer"),
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 7 is newer"),
                        ag::store_error);
   CHECK(persist_test::read_bytes(db) == before);
+}
+
+// ---- schema 5 -> 6 -----------------------------------------------------------------------------
+
+TEST_CASE("sqlite store: a schema 5 database opened read-only gives due times, byte for byte") {
+  persist_test::ScratchDir dir;
+  const fs::path db = copy_v5_fixture(dir);
+  const std::string before = persist_test::read_bytes(db);
+  {
+    SqliteStore store(db, kReadOnly);
+    const std::vector<RunSummary> all = store.list_runs();
+    CHECK(due_by_run(all) == kV5Due);
+    for (const RunSummary& s : all) CHECK(s.priority == 0);
+    std::vector<std::string> due;
+    for (const RunSummary& s : store.due_runs(10)) due.push_back(s.run_id);
+    CHECK(due == std::vector<std::string>{"running-1", "queued-1", "approval-expired"});
+    CHECK(store.cancel_requests("cancelled-1").size() == 1);
+    check_every_write_refused(store, "queued-1");
+    CHECK_THROWS_AS(store.claim(ag::ClaimRequest{"w", {"draft,review,pay@1"}, 1}), ag::store_error);
+  }
+  CHECK(persist_test::read_bytes(db) == before);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 5);
+}
+
+TEST_CASE(
+    "sqlite store: a schema 5 database opened for writing is upgraded; claims take its due "
+    "runs in order") {
+  persist_test::ScratchDir dir;
+  const fs::path db = copy_v5_fixture(dir);
+  std::vector<RunSummary> as_read;
+  {
+    SqliteStore old(db, kReadOnly);
+    as_read = old.list_runs();
+  }
+  {
+    SqliteStore store(db);
+    CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 6);
+    CHECK(store.list_runs() == as_read);
+    CHECK(sql_integer(db, "SELECT count(*) FROM runs WHERE due IS NULL") == 3);
+    std::vector<ag::Claim> claims = store.claim(ag::ClaimRequest{"w", {"draft,review,pay@1"}, 10});
+    REQUIRE(claims.size() == 3);
+    CHECK(claims[0].newest.run_id == "running-1");
+    CHECK(claims[0].newest.seq == 1);
+    CHECK(claims[0].lease.token().epoch == 2);  // the fixture's worker had epoch 1
+    CHECK(claims[1].newest.run_id == "queued-1");
+    CHECK(claims[1].lease.token().epoch == 1);
+    CHECK(claims[2].newest.run_id == "approval-expired");
+    CHECK(claims[2].newest.status == RunStatus::WaitingApproval);
+    // Claimed: nothing more is due for another worker.
+    CHECK(store.claim(ag::ClaimRequest{"w2", {"draft,review,pay@1"}, 10}).empty());
+    CHECK(store.due_runs(10).empty());
+  }
+  const std::string upgraded = persist_test::read_bytes(db);
+  {
+    SqliteStore again(db);  // opening an upgraded database changes nothing
+    CHECK(again.list_runs() == as_read);
+  }
+  CHECK(persist_test::read_bytes(db) == upgraded);
 }
 
 TEST_CASE("sqlite store: a schema 3 database opened read-only asks for the upgrade") {
@@ -327,6 +412,45 @@ TEST_CASE("sqlite store: delete_run is refused while another process holds the l
   store.delete_run("run-1");  // its holder is provably dead
   CHECK_FALSE(store.latest("run-1").has_value());
   CHECK(sql_integer(db, "SELECT count(*) FROM leases WHERE run_id='run-1'") == 0);
+}
+
+TEST_CASE("sqlite store: a run whose lease holder was SIGKILLed is claimed at once") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore store(db);
+  store.create(cp("run-1", 0, RunStatus::Queued));
+  const ag::ClaimRequest request{"w", {"draft,review@1"}, 1};
+  persist_test::Child child = persist_test::spawn_program(
+      TRELLIS_STORE_LEASE_CHILD, {"sqlite", db.string(), "run-1", "600000"});
+  REQUIRE(persist_test::read_line(child).starts_with("leased "));
+  CHECK(store.claim(request).empty());  // a live holder, its lease for 10 minutes more
+  CHECK(store.due_runs(10).empty());
+  ::kill(child.pid, SIGKILL);
+  CHECK(persist_test::killed_by_sigkill(persist_test::wait_child(child)));
+  const std::vector<ag::Claim> claims = store.claim(request);  // provably dead: not its TTL
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].lease.token().epoch == 2);
+  store.commit(cp("run-1", 1), 0, claims[0].lease.token());
+}
+
+TEST_CASE("sqlite store: a claim takes a run whose lease expired; the old holder is fenced") {
+  persist_test::ScratchDir dir;
+  const fs::path db = dir / "runs.db";
+  SqliteStore old_worker(db, SqliteStoreOptions{.lease_ttl = 50ms});
+  old_worker.create(cp("run-1", 0, RunStatus::Queued));
+  const Lease stale = old_worker.lease("run-1", "stalled");  // alive, never renewed
+  SqliteStore store(db);
+  const ag::ClaimRequest request{"w", {"draft,review@1"}, 1};
+  CHECK(store.claim(request).empty());
+  std::vector<ag::Claim> claims;
+  for (int i = 0; i < 100 && claims.empty(); ++i) {  // the TTL runs out (bounded: 5 s)
+    std::this_thread::sleep_for(50ms);
+    claims = store.claim(request);
+  }
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].lease.token().epoch == stale.token().epoch + 1);
+  CHECK_THROWS_AS(old_worker.commit(cp("run-1", 1), 0, stale.token()), ag::run_busy);
+  store.commit(cp("run-1", 1), 0, claims[0].lease.token());
 }
 
 TEST_CASE("sqlite store: delete_run leaves nothing of the run in any table") {

@@ -868,3 +868,273 @@ TEST_CASE_TEMPLATE("store: a delta keeps -0.0 and a float that equals an integer
   CHECK(std::signbit(back.state.at("x").get<double>()));
   CHECK(back.state.at("y").is_number_float());
 }
+
+// ---- claims: due runs, priorities, leases (issue 15) ------------------------------------------
+
+namespace {
+
+using trellis::agent::Claim;
+using trellis::agent::ClaimRequest;
+using trellis::agent::RunSummary;
+
+const std::string kGraph = "draft,review@1";  // cp()'s fingerprint
+// Far ahead (2123): a timer that will not fire while the tests run.
+const std::chrono::system_clock::time_point kFar = kT0 + std::chrono::hours(24 * 365 * 100);
+
+// Run `id`'s first checkpoint: Queued, created at `at`, with `priority`, of graph `graph`.
+Checkpoint queued(const std::string& id, std::chrono::system_clock::time_point at, int priority = 0,
+                  const std::string& graph = kGraph) {
+  Checkpoint c = cp(id, 0, RunStatus::Queued, at);
+  c.priority = priority;
+  c.fingerprint = graph;
+  return c;
+}
+
+ClaimRequest wanting(std::size_t limit, std::vector<std::string> graphs = {kGraph}) {
+  return ClaimRequest{"claimer", std::move(graphs), limit};
+}
+
+std::vector<std::string> claimed(const std::vector<Claim>& claims) {
+  std::vector<std::string> out;
+  for (const Claim& c : claims) out.push_back(c.newest.run_id);
+  return out;
+}
+
+std::vector<std::string> listed(const std::vector<RunSummary>& runs) {
+  std::vector<std::string> out;
+  for (const RunSummary& s : runs) out.push_back(s.run_id);
+  return out;
+}
+
+// A WaitingApproval checkpoint `seq` of run `id` whose request expires at `expires` (none:
+// nullopt).
+Checkpoint awaiting(const std::string& id, std::uint64_t seq,
+                    std::optional<std::chrono::system_clock::time_point> expires) {
+  Checkpoint c = cp(id, seq, RunStatus::WaitingApproval);
+  c.next_node = "review";
+  c.interrupt = trellis::agent::Interrupt{
+      .reason = "publish?",
+      .approval = trellis::agent::ApprovalRequest{.action = "publish",
+                                                  .proposed_input = {{"title", "t"}},
+                                                  .risk_reason = "public",
+                                                  .expires_at = expires},
+      .then = "publish"};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("store: claim takes due runs by priority, then earliest due, then run id", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("low-early", kT0));
+  h.store().create(queued("high-late", kT0 + 2h, 5));
+  h.store().create(queued("high-early", kT0 + 1h, 5));
+  h.store().create(queued("negative", kT0 - 1h, -1));
+  h.store().create(queued("tie-b", kT0 + 3h, 1));
+  h.store().create(queued("tie-a", kT0 + 3h, 1));
+  const std::vector<Claim> claims = h.store().claim(wanting(10));
+  CHECK(claimed(claims) == std::vector<std::string>{"high-early", "high-late", "tie-a", "tie-b",
+                                                    "low-early", "negative"});
+  CHECK(h.store().list_runs({})[0].priority == 5);  // "high-early"
+}
+
+TEST_CASE_TEMPLATE("store: a run whose timer is in the future is not claimed until it is due", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("sleeper", kT0));
+  Checkpoint sleeping = cp("sleeper", 1, RunStatus::Waiting);
+  sleeping.wake_at = iso(kFar);
+  h.store().commit(sleeping, 0);
+  Checkpoint later = queued("later", kT0);
+  later.wake_at = iso(kFar);  // enqueued to start in the future
+  h.store().create(later);
+  h.store().create(queued("now", kT0 + 1h));
+  Checkpoint woken = cp("woken", 0, RunStatus::Waiting);
+  woken.wake_at = iso(kT0);  // a timer that fired
+  h.store().create(woken);
+  CHECK(listed(h.store().due_runs(10)) == std::vector<std::string>{"woken", "now"});
+  std::vector<Claim> claims = h.store().claim(wanting(10));
+  CHECK(claimed(claims) == std::vector<std::string>{"woken", "now"});
+  // The timer, moved to the past (as a decision or an operator would), makes it due.
+  sleeping = cp("sleeper", 2, RunStatus::Waiting);
+  sleeping.wake_at = iso(kT0);
+  h.store().commit(sleeping, 1);
+  CHECK(claimed(h.store().claim(wanting(10))) == std::vector<std::string>{"sleeper"});
+}
+
+TEST_CASE_TEMPLATE("store: a run enqueued for later is not due before its time", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  trellis::agent::Graph<Note> g;
+  g.add<Draft>().add<Publish>().entry("draft").max_steps(10);
+  g.enqueue("tomorrow", Note{}, h.store(),
+            trellis::agent::EnqueueOptions{.at = std::chrono::system_clock::now() + 24h});
+  g.enqueue("today", Note{}, h.store(), trellis::agent::EnqueueOptions{.priority = 3});
+  CHECK(listed(h.store().due_runs(10)) == std::vector<std::string>{"today"});
+  const std::vector<Claim> claims = h.store().claim(wanting(10, {g.fingerprint()}));
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].newest.run_id == "today");
+  CHECK(claims[0].newest.priority == 3);
+  CHECK_FALSE(h.store().latest("tomorrow")->wake_at.empty());
+}
+
+TEST_CASE_TEMPLATE("store: claim skips a run whose lease is held, and takes it once released", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("held", kT0));
+  h.store().create(queued("free", kT0 + 1h));
+  std::optional<Lease> lease = h.store().lease("held", "someone");
+  std::vector<Claim> first = h.store().claim(wanting(10));
+  CHECK(claimed(first) == std::vector<std::string>{"free"});
+  CHECK(h.store().due_runs(10).empty());  // "free" is claimed, "held" held
+  lease.reset();
+  CHECK(claimed(h.store().claim(wanting(10))) == std::vector<std::string>{"held"});
+}
+
+TEST_CASE_TEMPLATE("store: claim takes at most its limit; the rest stay for the next claim", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  for (int i = 0; i < 5; ++i)
+    h.store().create(queued("run-" + std::to_string(i), kT0 + std::chrono::minutes(i)));
+  CHECK(h.store().claim(wanting(0)).empty());
+  const std::vector<Claim> two = h.store().claim(wanting(2));
+  CHECK(claimed(two) == std::vector<std::string>{"run-0", "run-1"});
+  const std::vector<Claim> rest = h.store().claim(wanting(10));
+  CHECK(claimed(rest) == std::vector<std::string>{"run-2", "run-3", "run-4"});
+  CHECK(h.store().claim(wanting(10)).empty());
+}
+
+TEST_CASE_TEMPLATE("store: claim takes only runs of the graphs it is given", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("a-1", kT0, 0, "a@1"));
+  h.store().create(queued("b-1", kT0 + 1h, 0, "b@1"));
+  h.store().create(queued("a-2", kT0 + 2h, 0, "a@2"));  // another version of graph a
+  CHECK(h.store().claim(wanting(10, {})).empty());
+  const std::vector<Claim> b = h.store().claim(wanting(10, {"b@1"}));
+  CHECK(claimed(b) == std::vector<std::string>{"b-1"});
+  const std::vector<Claim> a = h.store().claim(wanting(10, {"a@1", "c@1"}));
+  CHECK(claimed(a) == std::vector<std::string>{"a-1"});
+  CHECK(listed(h.store().due_runs(10)) == std::vector<std::string>{"a-2"});
+}
+
+TEST_CASE_TEMPLATE("store: due_runs lists what claim would take, of any graph, taking nothing", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("mine", kT0 + 1h, 0, "a@1"));
+  h.store().create(queued("theirs", kT0 + 2h, 2, "b@1"));
+  Checkpoint future = queued("future", kT0);
+  future.wake_at = iso(kFar);
+  h.store().create(future);
+  h.store().create(cp("ended", 0, RunStatus::Succeeded));
+  h.store().create(queued("held", kT0));
+  const Lease lease = h.store().lease("held", "someone");
+  const std::vector<RunSummary> due = h.store().due_runs(10);
+  CHECK(listed(due) == std::vector<std::string>{"theirs", "mine"});
+  CHECK(due[0].priority == 2);
+  CHECK(due[0].due == iso(kT0 + 2h));
+  CHECK(listed(h.store().due_runs(1)) == std::vector<std::string>{"theirs"});
+  CHECK(listed(h.store().due_runs(10)) == listed(due));  // nothing was taken
+  CHECK(claimed(h.store().claim(wanting(10, {"a@1", "b@1"}))) ==
+        std::vector<std::string>{"theirs", "mine"});
+}
+
+TEST_CASE_TEMPLATE(
+    "store: a request whose approval expired is due; one that does not expire, or "
+    "expires later, is not",
+    S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  const std::pair<std::string, std::optional<std::chrono::system_clock::time_point>> runs[] = {
+      {"expired", kT0 + 1h}, {"later", kFar}, {"open", std::nullopt}};
+  for (const auto& [id, expires] : runs) {
+    h.store().create(queued(id, kT0));
+    h.store().commit(awaiting(id, 1, expires), 0);
+  }
+  const std::vector<RunSummary> all = h.store().list_runs({});
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].due == iso(kT0 + 1h));
+  CHECK(all[1].due == iso(kFar));
+  CHECK(all[2].due.empty());
+  const std::vector<Claim> claims = h.store().claim(wanting(10));
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].newest == awaiting("expired", 1, kT0 + 1h));
+}
+
+TEST_CASE_TEMPLATE("store: a claimed run comes with its newest checkpoint", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(queued("run-1", kT0));
+  advance(h.store(), "run-1", 3);  // Running at seq 3: its worker went away
+  const std::vector<Claim> claims = h.store().claim(wanting(1));
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].newest == cp("run-1", 3));
+  CHECK(claims[0].newest == *h.store().latest("run-1"));
+  CHECK(claims[0].lease.token().run_id == "run-1");
+}
+
+TEST_CASE_TEMPLATE("store: Succeeded, Failed and Cancelled runs are never claimed", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  for (const RunStatus status : {RunStatus::Succeeded, RunStatus::Failed, RunStatus::Cancelled}) {
+    const std::string id = "run-" + std::to_string(static_cast<int>(status));
+    h.store().create(queued(id, kT0));
+    h.store().commit(cp(id, 1, status), 0);
+  }
+  for (const RunSummary& s : h.store().list_runs({})) CHECK(s.due.empty());
+  CHECK(h.store().due_runs(10).empty());
+  CHECK(h.store().claim(wanting(10)).empty());
+}
+
+TEST_CASE_TEMPLATE("store: a claim is a taking of the lease: a new epoch, fenced once released", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  using trellis::agent::run_busy;
+  h.store().create(queued("run-1", kT0));
+  std::uint64_t before = 0;
+  {
+    const Lease first = h.store().lease("run-1", "worker-a");
+    before = first.token().epoch;
+  }
+  std::vector<Claim> claims = h.store().claim(wanting(1));
+  REQUIRE(claims.size() == 1);
+  const LeaseToken token = claims[0].lease.token();
+  CHECK(token.epoch > before);
+  CHECK_THROWS_AS((void)h.store().lease("run-1", "worker-b"), run_busy);
+  h.store().commit(cp("run-1", 1), 0, token);
+  h.store().put_effect(started("run-1", "charge_card"), token);
+  h.store().renew(token);
+  claims.clear();  // releases the lease
+  CHECK_THROWS_AS(h.store().commit(cp("run-1", 2), 1, token), run_busy);
+  CHECK_THROWS_AS(h.store().renew(token), run_busy);
+  const Lease next = h.store().lease("run-1", "worker-b");
+  CHECK(next.token().epoch > token.epoch);
+}
+
+TEST_CASE_TEMPLATE("store: threads claiming at once never take the same run" *
+                       doctest::test_suite("concurrency") * doctest::timeout(120),
+                   S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  constexpr int kRuns = 24;
+  for (int i = 0; i < kRuns; ++i)
+    h.store().create(queued("run-" + std::to_string(i), kT0 + std::chrono::seconds(i)));
+  constexpr int kThreads = 4;
+  std::vector<std::vector<Claim>> taken(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Each keeps what it claimed (the leases stay held) until nothing is left.
+      for (;;) {
+        std::vector<Claim> one = h.store().claim(wanting(1));
+        if (one.empty()) break;
+        taken[static_cast<std::size_t>(t)].push_back(std::move(one[0]));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> all;
+  for (const auto& mine : taken)
+    for (const Claim& c : mine) all.push_back(c.newest.run_id);
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+  CHECK(all.size() == static_cast<std::size_t>(kRuns));
+}

@@ -4,7 +4,7 @@
 ///
 /// One directory per run under the root (journal.jsonl, effects.jsonl, requests.jsonl,
 /// events.jsonl, lease, commit.lock) holding checksummed JSON lines, each appended with one
-/// write(2) and one fdatasync; the layout and the record formats (version 2) are described in
+/// write(2) and one fdatasync; the layout and the record formats (version 3) are described in
 /// docs/formats.md, section "FileStore layout". The run directory and the root are fsync'd when an
 /// entry appears in them. A crash mid-append can only leave an unterminated last line: readers
 /// ignore it and the next writer cuts it off before appending. A complete line that does not decode
@@ -38,19 +38,23 @@
 /// Lease was released is run_busy. The overloads without a token check no lease.
 ///
 /// Format versions: the root holds a marker, "@store.json" ({"format":"trellis.file_store",
-/// "version":2}; '@' is not allowed in run ids). A root with run directories and no marker was
-/// written by the previous release (version 1). Opened for writing, a new or empty root gets
-/// the marker and a version 1 root is upgraded (the run index is written, then the marker);
-/// a marker of a newer version is refused (store_error naming the marker and both versions,
-/// nothing touched); a root that holds something else (files or directories that are not
-/// runs, a marker of another format or one that does not parse) is not_a_store, untouched.
+/// "version":3}; '@' is not allowed in run ids). Version 3 adds durable timers and priorities:
+/// checkpoints may carry wake_at and priority, and each index line ends with the run's due
+/// time and priority; version 2 (the release before) has neither; a root with run directories
+/// and no marker is version 1 (before the index). Opened for writing, a new or empty root gets
+/// the marker and an older root is upgraded (the run index is rebuilt from the journals, then
+/// the marker is written: a crash in between leaves the older version, upgraded again at the
+/// next open); a marker of a newer version is refused (store_error naming the marker and both
+/// versions, nothing touched); a root that holds something else (files or directories that
+/// are not runs, a marker of another format or one that does not parse) is not_a_store,
+/// untouched.
 ///
 /// Read-only (FileStoreOptions::read_only): the store must exist (a missing root, or one
-/// that is not a store, is not_a_store, and nothing is created); a version 1 store is read as
-/// it is. Reads never create or change anything (no directory, lock file, index or marker:
-/// the tree is left byte for byte as it was), and every write (create, commit, lease,
-/// put_effect, append_event, request_cancel, delete_run, put_graph, apply_retention) is a
-/// store_error ("opened read-only") that writes nothing.
+/// that is not a store, is not_a_store, and nothing is created); a version 1 or 2 store is
+/// read as it is (its listing, and due_runs, read every journal). Reads never create or change
+/// anything (no directory, lock file, index or marker: the tree is left byte for byte as it was),
+/// and every write (create, commit, lease, put_effect, append_event, request_cancel, delete_run,
+/// put_graph, apply_retention) is a store_error ("opened read-only") that writes nothing.
 ///
 /// The run index (list_runs): "@index.jsonl" in the root holds one line per create, commit and
 /// journal rewrite: the run's summary and the journal's inode, size and mtime just after the
@@ -66,6 +70,16 @@
 /// bench/agent_list.cpp). A run's created_at is its first checkpoint's time; a keep_last
 /// rewrite keeps it on the journal's first line ("run_created_at").
 ///
+/// Claims (`claim`, `due_runs`): the due runs come from one read of the index (no directory
+/// listing, no journal read): its lines due at or before now, of the wanted graphs, in claim
+/// order, skipping runs whose lease a FileStore of this process holds; each candidate's
+/// journal is then checked with one fstatat (a deleted run is dropped, a run whose line is
+/// stale is read from its journal) until enough are found, and claim takes their leases (a
+/// lease held by another process is skipped there; a holder that died has released it). The
+/// index is a cache a crash may leave behind its journals, so the first call of a store object,
+/// and one every kDueFullPass (30 s) after, lists the runs as list_runs does (and repairs the
+/// index): a run whose index line a crash lost is claimed within that time.
+///
 /// Cancel requests: "requests.jsonl" in the run's directory, checksummed lines appended under
 /// commit.lock like effect records (ids 1, 2, ... in line order); reading the requests of a
 /// run that has none costs one failed fstatat. Graph shapes: "@graphs/<sha256 hex of the
@@ -80,7 +94,10 @@
 /// deleted, unless someone holds its lease. Leftovers of an interrupted deletion are removed
 /// at open.
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -114,7 +131,7 @@ struct FileStoreOptions {
 class FileStore final : public detail::StoreProtocol {
  public:
   /// The version of the layout this build writes (and the newest it reads).
-  static constexpr int format_version = 2;
+  static constexpr int format_version = 3;
 
   /// Opens (creating it and its parents if needed, with the directory mode of
   /// `options.file_mode`) the store rooted at `root`, resolving links in `root` once, and
@@ -173,12 +190,20 @@ class FileStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  std::vector<RunSummary> read_due(const std::string& now,
+                                   const std::vector<std::string>* fingerprints,
+                                   std::size_t limit) override;
+
+  /// How often read_due lists from the journals' stamps rather than the index alone.
+  static constexpr std::chrono::seconds kDueFullPass{30};
 
   std::filesystem::path root_;
   FileStoreOptions options_;
   std::unique_ptr<Root> root_dir_;
   int version_ = format_version;
   std::unique_ptr<Index> index_;
+  /// When read_due next lists from the journals (steady_clock ticks; 0: at its first call).
+  std::atomic<std::int64_t> next_full_due_pass_{0};
   std::mutex m_;
   std::map<std::string, std::shared_ptr<RunFiles>, std::less<>> runs_;
 };

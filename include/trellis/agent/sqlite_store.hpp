@@ -21,13 +21,18 @@
 /// with the file readers' nesting limit (max_json_depth).
 ///
 /// The run index (status, reason, next node, step, creation and update times, fingerprint,
-/// pending request) is a part of the `runs` row, updated by create and commit in their own
-/// transaction: `list_runs` reads those rows (its filter in SQL, the status over an index),
-/// never a checkpoint. Cancel requests get their ids inside a BEGIN IMMEDIATE transaction, so
-/// two processes never give the same one. Event positions (`events_after`) are the rows' ids,
-/// shared by all runs: they grow, with gaps. `delete_run` is one transaction (checkpoints,
-/// effects, events, requests, the run and its lease row), run_busy while a live holder has
-/// the lease. `put_graph` of a shape already stored as it is costs one read, no write.
+/// pending request, due time and priority) is a part of the `runs` row, updated by create and
+/// commit in their own transaction: `list_runs` reads those rows (its filter in SQL, the status
+/// over an index), never a checkpoint. `claim` and `due_runs` read the due runs with one query
+/// in claim order (priority, due time, run id) over an index of the due times, skipping those
+/// whose lease a live holder has (as `lease` decides: not expired, holder not provably dead);
+/// the protocol then takes each candidate's lease as `lease` does (a new epoch, the TTL, the
+/// fencing), so a claimed lease is in every way a lease. Cancel requests get their ids inside a
+/// BEGIN IMMEDIATE transaction, so two processes never give the same one. Event positions
+/// (`events_after`) are the rows' ids, shared by all runs: they grow, with gaps. `delete_run` is
+/// one transaction (checkpoints, effects, events, requests, the run and its lease row), run_busy
+/// while a live holder has the lease. `put_graph` of a shape already stored as it is costs one
+/// read, no write.
 ///
 /// `commit` is one transaction: BEGIN IMMEDIATE, check the run's newest seq (run_busy when it
 /// is not `expected_seq`, and nothing is written), check and renew the worker's lease (below),
@@ -110,8 +115,9 @@ class SqliteStore final : public detail::StoreProtocol {
  public:
   /// The schema version this build writes and reads (1: before effect records, 2: before
   /// lease epochs, 3: before row checksums, 4: before the run index, cancel requests and graph
-  /// shapes; such a database is upgraded in place when opened for writing).
-  static constexpr int schema_version = 5;
+  /// shapes, 5: before durable timers and priorities; such a database is upgraded in place
+  /// when opened for writing).
+  static constexpr int schema_version = 6;
 
   /// Opens (creating it with exactly `options.file_mode` if needed, upgrading an older schema)
   /// the database at `path`; with `options.read_only`, opens it to read, creating and
@@ -159,6 +165,9 @@ class SqliteStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  std::vector<RunSummary> read_due(const std::string& now,
+                                   const std::vector<std::string>* fingerprints,
+                                   std::size_t limit) override;
 
   std::filesystem::path path_;
   SqliteStoreOptions options_;
