@@ -196,9 +196,15 @@ struct PostgresStore::Db {
         "lease_epoch=r.lease_epoch + 1, lease_owner=excluded.lease_owner, "
         "lease_until=excluded.lease_until WHERE r.lease_holder IS NULL OR r.lease_until < now() "
         "RETURNING lease_epoch";
-    sql_release =
-        "UPDATE runs SET lease_holder=NULL, lease_owner='', lease_until=NULL "
-        "WHERE run_id=$1 AND lease_holder=$2 AND lease_epoch=$3::bigint";
+    // A release that leaves the run Queued and due (an operator's decision or reconciliation,
+    // a yield, all committed under this lease) notifies: the commit that made it Queued
+    // notified while the lease still held the run, so a worker woken by it found nothing.
+    sql_release = std::string(
+                      "WITH u AS (UPDATE runs SET lease_holder=NULL, lease_owner='', "
+                      "lease_until=NULL WHERE run_id=$1 AND lease_holder=$2 AND "
+                      "lease_epoch=$3::bigint RETURNING status, due) SELECT CASE WHEN "
+                      "status='Queued' AND due <= ") +
+                  kNowText + " THEN " + notify + " END FROM u";
     sql_renew = "UPDATE runs SET lease_until=now() + " + ttl +
                 " WHERE run_id=$1 AND lease_holder=$2 AND lease_epoch=$3::bigint";
     sql_lease_row =

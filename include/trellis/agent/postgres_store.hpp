@@ -33,8 +33,9 @@
 /// (`FOR UPDATE SKIP LOCKED`, priority descending, then due time, then run id, due compared with
 /// the database's clock), increments each one's epoch and returns them with their newest
 /// checkpoints. `wait_for_work` listens (LISTEN) on a connection of its own; a create of a
-/// Queued run, a commit whose new status is Queued (a decision, a reconciliation) and a cancel
-/// request notify it; ordinary steps never do.
+/// Queued run, a commit whose new status is Queued (a decision, a reconciliation), the release
+/// of a lease that leaves its run Queued and due (the decision's writer gives the run back:
+/// only now can a worker claim it) and a cancel request notify it; ordinary steps never do.
 ///
 /// Connections: a pool of up to `connections`, one borrowed per call (a worker thread uses one
 /// at a time). A connection the server closed (pg_terminate_backend, a restart) is dropped; a
