@@ -43,7 +43,11 @@
 /// surely did not commit; otherwise store_error. Every failure is a store_error naming the
 /// database (host, port, database: never the password) and carrying PostgreSQL's message.
 ///
-/// Events are observability: inserted on their own, not part of a commit. Event positions
+/// Events are observability: inserted on their own, not part of a commit, in a transaction that
+/// does not wait for the WAL flush (synchronous_commit off, as SqliteStore writes them with
+/// synchronous off): any later commit makes them durable with it; a server crash can lose the
+/// events written just before it (those no commit flushed since: at most wal_writer_delay's
+/// worth, 200 ms by default), never a commit. Event positions
 /// (`events_after`) are the rows' ids, shared by all runs: they grow, with gaps.
 
 #include <chrono>
