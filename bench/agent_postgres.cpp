@@ -327,16 +327,21 @@ std::string baseline_sql(const std::string& schema) {
          schema + ".checkpoints(run, seq, record, checksum) SELECT id, $3::bigint, $6, $7 FROM u";
 }
 
-/// A run in `schema` made by a PostgresStore, its lease taken by hand (holder "h"), for the
-/// baseline; false on failure.
+/// The baseline's lease holder: as long as a PostgresStore's (32 hex digits).
+constexpr const char* kHolder = "0123456789abcdef0123456789abcdef";
+
+/// A run in `schema` (tables a PostgresStore made) whose row is the size of the store's (the
+/// same texts, a holder as long), its lease taken by hand, for the baseline; false on failure.
 bool baseline_run(const Conn& c, const std::string& schema, const std::string& run_id) {
-  // Checkpoint 0's row is a copy of the shape's row (its content is not read back).
+  const ag::Checkpoint& k = g_shapes.step;
+  const std::string at = "'" + k.created_at + "'";
+  // Checkpoint 0's row is a placeholder (its content is never read back).
   return c.exec("INSERT INTO " + schema +
-                ".runs(run_id, newest_seq, status, created_at, updated_at, fingerprint, due, "
-                "lease_holder, lease_epoch, lease_owner, lease_until) VALUES('" +
-                run_id +
-                "', 0, 'running', '', '', '', '', 'h', 1, 'bench', now() + interval "
-                "'15 seconds')") &&
+                ".runs(run_id, newest_seq, status, next_node, step, created_at, updated_at, "
+                "fingerprint, due, lease_holder, lease_epoch, lease_owner, lease_until) VALUES('" +
+                run_id + "', 0, 'running', '" + k.next_node + "', " + std::to_string(k.step) +
+                ", " + at + ", " + at + ", '" + k.fingerprint + "', " + at + ", '" + kHolder +
+                "', 1, 'bench', now() + interval '15 seconds')") &&
          c.exec("INSERT INTO " + schema +
                 ".checkpoints(run, seq, record, checksum) SELECT id, 0, 'x', 'x' FROM " + schema +
                 ".runs WHERE run_id='" + run_id + "'");
@@ -346,8 +351,9 @@ bool baseline_run(const Conn& c, const std::string& schema, const std::string& r
 /// no row.
 bool baseline_commit(PGconn* c, const std::string& run_id, std::uint64_t seq) {
   const std::string expected = std::to_string(seq - 1), next = std::to_string(seq);
-  const char* values[] = {run_id.c_str(),          expected.c_str(),         next.c_str(), "h", "1",
-                          g_shapes.record.c_str(), g_shapes.checksum.c_str()};
+  const char* values[] = {
+      run_id.c_str(),          expected.c_str(),         next.c_str(), kHolder, "1",
+      g_shapes.record.c_str(), g_shapes.checksum.c_str()};
   PGresult* r = PQexecPrepared(c, "commit", 7, values, nullptr, nullptr, 0);
   const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK && std::string(PQcmdTuples(r)) == "1";
   if (!ok && PQresultStatus(r) != PGRES_COMMAND_OK)
