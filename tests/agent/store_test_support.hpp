@@ -219,6 +219,6 @@ struct Publish final : trellis::agent::Node<Note> {
 
 }  // namespace
 
-#ifdef TRELLIS_TEST_POSTGRES
+#ifdef TRELLIS_TEST_POSTGRES  // the executables whose suites run over PostgresStore too
 #include "postgres_test_support.hpp"
 #endif

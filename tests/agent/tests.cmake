@@ -24,8 +24,6 @@ include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
 # Workers, timers and enqueue.
 include(${CMAKE_CURRENT_LIST_DIR}/worker_tests.cmake)
 
-# The same suites over PostgresStore, against a throw-away server (label `postgres`).
-include(${CMAKE_CURRENT_LIST_DIR}/postgres_tests.cmake)
 
 # Effects under SIGKILL at every failpoint and at random times, on every persistent store.
 include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)
