@@ -58,7 +58,7 @@ if(TARGET trellis::postgres)
            COMMAND ${PROJECT_SOURCE_DIR}/tests/support/with_postgres.sh
                    $<TARGET_FILE:trellis_chaos_postgres_tests>
                    "--test-case=${_trellis_chaos_restart}")
-  # One throw-away cluster at a time (with_postgres.sh; as root pg_virtualenv has one name).
+  # The PostgreSQL tests take turns (with_postgres.sh).
   set_tests_properties(trellis_chaos_postgres trellis_chaos_postgres_restart PROPERTIES
                        LABELS "agent;chaos;postgres" TIMEOUT 600 SKIP_RETURN_CODE 77
                        RESOURCE_LOCK postgres)
