@@ -196,9 +196,15 @@ struct PostgresStore::Db {
         "lease_epoch=r.lease_epoch + 1, lease_owner=excluded.lease_owner, "
         "lease_until=excluded.lease_until WHERE r.lease_holder IS NULL OR r.lease_until < now() "
         "RETURNING lease_epoch";
-    sql_release =
-        "UPDATE runs SET lease_holder=NULL, lease_owner='', lease_until=NULL "
-        "WHERE run_id=$1 AND lease_holder=$2 AND lease_epoch=$3::bigint";
+    // A release that leaves the run Queued and due (an operator's decision or reconciliation,
+    // a yield, all committed under this lease) notifies: the commit that made it Queued
+    // notified while the lease still held the run, so a worker woken by it found nothing.
+    sql_release = std::string(
+                      "WITH u AS (UPDATE runs SET lease_holder=NULL, lease_owner='', "
+                      "lease_until=NULL WHERE run_id=$1 AND lease_holder=$2 AND "
+                      "lease_epoch=$3::bigint RETURNING status, due) SELECT CASE WHEN "
+                      "status='Queued' AND due <= ") +
+                  kNowText + " THEN " + notify + " END FROM u";
     sql_renew = "UPDATE runs SET lease_until=now() + " + ttl +
                 " WHERE run_id=$1 AND lease_holder=$2 AND lease_epoch=$3::bigint";
     sql_lease_row =
@@ -943,11 +949,20 @@ void PostgresStore::write_event(std::string_view run_id, const nlohmann::json& e
   if (options_.read_only) db.refuse_write("append_event");
   const std::string text = dump(event);
   db.with_connection([&](Connection& c) {
-    c.one(Statement{"insert_event",
-                    "INSERT INTO events(run, event) SELECT id, $2 FROM runs WHERE run_id=$1 AND "
-                    "newest_seq IS NOT NULL",
-                    {std::string(run_id), text},
-                    true});
+    // Events are observability, not part of a commit: their transaction does not wait for its
+    // WAL to reach the disk (as SqliteStore writes them with synchronous off). The next step's
+    // commit flushes the WAL up to itself, events before it included; a server crash loses at
+    // most the events no commit flushed since (wal_writer_delay's worth). One round trip.
+    std::vector<Statement> batch;
+    batch.push_back(Statement{nullptr, "BEGIN", {}, false});
+    batch.push_back(Statement{nullptr, "SET LOCAL synchronous_commit TO off", {}, false});
+    batch.push_back(Statement{"insert_event",
+                              "INSERT INTO events(run, event) SELECT id, $2 FROM runs WHERE "
+                              "run_id=$1 AND newest_seq IS NOT NULL",
+                              {std::string(run_id), text},
+                              false});
+    batch.push_back(Statement{nullptr, "COMMIT", {}, true});
+    c.run(batch);
     return 0;
   });
 }

@@ -274,6 +274,21 @@ TEST_CASE("postgres store: a queued run created by another object wakes a waitin
   CHECK(told.load());
 }
 
+TEST_CASE(
+    "postgres store: a queued run's lease given back wakes a waiting worker, which claims it") {
+  // An operator's decision is committed under the run's lease: the run can be claimed only once
+  // that lease is released, so the release is what must wake the workers.
+  Harness<PostgresStore> h;
+  auto other = h.another();
+  other->create(queued("run-1", std::chrono::system_clock::now() - 1min));
+  ag::Lease lease = other->lease("run-1", "operator");
+  h.store().wait_for_work(1ms, {});  // listening from now on
+  CHECK(h.store().claim(request(1)).empty());
+  lease = ag::Lease{};
+  CHECK(h.store().wait_for_work(20s, {}));
+  CHECK(ids(h.store().claim(request(1))) == std::vector<std::string>{"run-1"});
+}
+
 TEST_CASE("postgres store: wait_for_work returns when its stop token is stopped" *
           doctest::test_suite("concurrency")) {
   Harness<PostgresStore> h;

@@ -33,8 +33,9 @@
 /// (`FOR UPDATE SKIP LOCKED`, priority descending, then due time, then run id, due compared with
 /// the database's clock), increments each one's epoch and returns them with their newest
 /// checkpoints. `wait_for_work` listens (LISTEN) on a connection of its own; a create of a
-/// Queued run, a commit whose new status is Queued (a decision, a reconciliation) and a cancel
-/// request notify it; ordinary steps never do.
+/// Queued run, a commit whose new status is Queued (a decision, a reconciliation), the release
+/// of a lease that leaves its run Queued and due (the decision's writer gives the run back:
+/// only now can a worker claim it) and a cancel request notify it; ordinary steps never do.
 ///
 /// Connections: a pool of up to `connections`, one borrowed per call (a worker thread uses one
 /// at a time). A connection the server closed (pg_terminate_backend, a restart) is dropped; a
@@ -42,7 +43,11 @@
 /// surely did not commit; otherwise store_error. Every failure is a store_error naming the
 /// database (host, port, database: never the password) and carrying PostgreSQL's message.
 ///
-/// Events are observability: inserted on their own, not part of a commit. Event positions
+/// Events are observability: inserted on their own, not part of a commit, in a transaction that
+/// does not wait for the WAL flush (synchronous_commit off, as SqliteStore writes them with
+/// synchronous off): any later commit makes them durable with it; a server crash can lose the
+/// events written just before it (those no commit flushed since: at most wal_writer_delay's
+/// worth, 200 ms by default), never a commit. Event positions
 /// (`events_after`) are the rows' ids, shared by all runs: they grow, with gaps.
 
 #include <chrono>
