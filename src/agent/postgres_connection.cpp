@@ -2,7 +2,10 @@
 
 #include "postgres_connection.hpp"
 
+#include <poll.h>
+
 #include <charconv>
+#include <string_view>
 #include <utility>
 
 namespace trellis::agent::detail::pg {
@@ -39,9 +42,18 @@ std::string trimmed(const char* message) {
   return m;
 }
 
-void ignore_notice(void*, const char*) {}
-
 }  // namespace
+
+void Connection::on_notice(void* self, const PGresult* notice) {
+  // Notices are ignored, except the server's word that it ends the session, which arrives
+  // while the connection is idle (pg_terminate_backend: FATAL 57P01; a shutdown: 57P01 or
+  // 57P02): the connection is broken from then on, before its end of file is read.
+  const char* severity = PQresultErrorField(notice, PG_DIAG_SEVERITY_NONLOCALIZED);
+  const char* state = PQresultErrorField(notice, PG_DIAG_SQLSTATE);
+  const std::string_view s = severity ? severity : "";
+  if (s == "FATAL" || s == "PANIC" || (state && std::string_view(state).starts_with("57P")))
+    static_cast<Connection*>(self)->broken_ = true;
+}
 
 Connection::Connection(const std::string& url, std::chrono::milliseconds connect_timeout,
                        const std::string& application_name, const std::string& setup) {
@@ -63,7 +75,7 @@ Connection::Connection(const std::string& url, std::chrono::milliseconds connect
     c_ = nullptr;
     throw store_error("trellis: " + where_ + ": cannot connect: " + message);
   }
-  PQsetNoticeProcessor(c_, &ignore_notice, nullptr);
+  PQsetNoticeReceiver(c_, &Connection::on_notice, this);
   if (!setup.empty()) {
     try {
       exec(setup, "set up the connection");
@@ -81,7 +93,15 @@ Connection::~Connection() {
 
 bool Connection::usable() {
   if (broken()) return false;
-  if (PQconsumeInput(c_) == 0) return false;
+  // Read all the input there is. A connection the server ended while idle
+  // (pg_terminate_backend, a shutdown) sent its word (on_notice marks the connection broken)
+  // and then its end of file, which only a further read sees: else a write would be sent on
+  // the dead connection and reported as perhaps committed.
+  for (int reads = 0; reads < 8; ++reads) {
+    if (PQconsumeInput(c_) == 0 || broken()) return false;
+    pollfd ready{PQsocket(c_), POLLIN, 0};
+    if (::poll(&ready, 1, 0) <= 0) break;
+  }
   while (PGnotify* n = PQnotifies(c_)) PQfreemem(n);
   return PQstatus(c_) == CONNECTION_OK && PQtransactionStatus(c_) == PQTRANS_IDLE;
 }

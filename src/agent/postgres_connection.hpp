@@ -109,6 +109,7 @@ class Connection {
 
  private:
   [[noreturn]] void lost(const std::string& what);
+  static void on_notice(void* self, const PGresult* notice);
   PGconn* c_ = nullptr;
   std::string where_;
   std::set<std::string> prepared_;

@@ -244,6 +244,24 @@ TEST_CASE("postgres store: a connection the server terminated is replaced; calls
   MESSAGE(failures << " of 100 commits failed with store_error while connections were killed");
 }
 
+TEST_CASE("postgres store: a write on a connection the server ended while idle is made anew") {
+  Harness<PostgresStore> h;
+  h.store().create(cp("run-1", 0));
+  Sql sql;
+  const std::string alive =
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'trellis'";
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    // The pool's idle connection ended by the server (its end seen before the write is sent):
+    // the write goes to a new connection, never reported as perhaps committed.
+    CHECK(std::stoi(sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                        "application_name = 'trellis'")) >= 1);
+    for (int i = 0; i < 200 && sql(alive) != "0"; ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(sql(alive) == "0");
+    CHECK_NOTHROW(h.store().commit(cp("run-1", seq), seq - 1));
+  }
+  CHECK(seqs(h.store().history("run-1")) == std::vector<std::uint64_t>{0, 1, 2, 3});
+}
+
 TEST_CASE("postgres store: a queued run created by another object wakes a waiting worker" *
           doctest::test_suite("concurrency")) {
   Harness<PostgresStore> h;

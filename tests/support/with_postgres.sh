@@ -14,13 +14,28 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   exit 77
 fi
 # As root, pg_virtualenv makes its cluster under one fixed name (/etc/postgresql/*/regress) and
-# refuses to start while another one exists: two at once (ctest -j, two builds) take turns on a
-# lock (ctest also gives these tests the RESOURCE_LOCK "postgres", so they do not hold a slot
-# while they wait).
+# refuses to start while another one exists, ours or anybody's (a benchmark run by hand): -t
+# keeps ours in a temporary directory instead, as for ordinary users. pg_createcluster would
+# then give every such cluster the first port free in its empty directory (5432): a free port
+# is chosen here. Ours still take turns on a lock, as root (ctest also gives these tests the
+# RESOURCE_LOCK "postgres", so they do not hold a slot while they wait).
+port=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  candidate=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 + 20000))
+  if [ -e "/var/run/postgresql/.s.PGSQL.$candidate" ] || [ -e "/tmp/.s.PGSQL.$candidate" ]; then
+    continue
+  fi
+  if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htan "sport = :$candidate" 2>/dev/null)" ]; then
+    continue
+  fi
+  port=$candidate
+  break
+done
+[ -n "$port" ] && export PGPORT="$port"
 lock=${TMPDIR:-/tmp}/trellis-pg_virtualenv.lock
 if [ "$(id -u)" = 0 ] && command -v flock >/dev/null 2>&1; then
   # shellcheck disable=SC2086
-  exec flock "$lock" pg_virtualenv ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"
+  exec flock "$lock" pg_virtualenv -t ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"
 fi
 # shellcheck disable=SC2086
-exec pg_virtualenv ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"
+exec pg_virtualenv -t ${WITH_POSTGRES_OPTIONS:--o fsync=off} "$@"

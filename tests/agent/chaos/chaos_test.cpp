@@ -9,7 +9,8 @@
 ///  - histories contiguous (seq 0..n), steps growing by 0 or 1 per commit, the state's trail
 ///    (one token per step committed) growing by exactly the steps committed, as a prefix;
 ///  - every acknowledged commit (a commit that returned in some worker) is in the history with
-///    the state it wrote, and no (run, seq) was acknowledged twice;
+///    the state it wrote, and no (run, seq) was acknowledged twice; every acknowledged effect
+///    record is stored, an acknowledged receipt as a receipt;
 ///  - every at_most_once effect called at most once; every receipt names a call the external
 ///    system logged under its key; no call without a started record.
 /// Cases:
@@ -21,7 +22,14 @@
 ///    FileStore, whose leases are flocks held by the stopped process, nobody advances the run
 ///    while it is stopped and it finishes after SIGCONT;
 ///  - clock skew: the same with the workers' run clocks 1 h ahead and behind (RunOptions::clock),
-///    and the SIGKILL case with one worker under libfaketime 1 h behind (SqliteStore).
+///    and the SIGKILL case with one worker under libfaketime 1 h behind (SqliteStore);
+///  - PostgreSQL (trellis_chaos_postgres_tests, built with TRELLIS_CHAOS_POSTGRES, run inside
+///    tests/support/with_postgres.sh): SIGKILL, SIGSTOP and clock skew as above (the stopped
+///    worker under libfaketime 1 h behind instead of a SIGKILL run: the leases' clock is the
+///    server's), and its own faults: 4 workers on 100 runs while the server terminates one
+///    store connection at random every 50-200 ms (>= 100, pg_terminate_backend), and while the
+///    server is stopped -m immediate 1 s in and started again 1 s later (fsync on): the workers
+///    report store errors, go on, and stop gracefully at the end.
 /// Every case is bounded by a deadline that fails it with the counts it reached.
 
 #include "chaos_graph.hpp"
@@ -29,6 +37,10 @@
 
 #include <doctest/doctest.h>
 #include <test_support.hpp>
+
+#ifdef TRELLIS_CHAOS_POSTGRES
+#include <libpq-fe.h>
+#endif
 
 #include <signal.h>
 #include <spawn.h>
@@ -203,6 +215,7 @@ struct Findings {
   int calls = 0;           ///< external calls logged
   int commits = 0;         ///< commits acknowledged
   int lost = 0;            ///< leases lost (workers' events)
+  int errors = 0;          ///< store errors (workers' events: the store was away)
 };
 
 /// Checks every invariant of the file comment over the runs `ids`.
@@ -218,8 +231,11 @@ Findings check_invariants(ag::Store& store, const std::vector<std::string>& ids,
       ++f.calls;
     }
   std::map<std::pair<std::string, std::uint64_t>, json> acked;
+  std::vector<json> acked_effects;
   for (const json& l : read_lines(acks)) {
     if (l.at("ev") == "lost") ++f.lost;
+    if (l.at("ev") == "error") ++f.errors;
+    if (l.at("ev") == "effect") acked_effects.push_back(l);
     if (l.at("ev") != "commit") continue;
     ++f.commits;
     const auto at =
@@ -304,6 +320,18 @@ Findings check_invariants(ag::Store& store, const std::vector<std::string>& ids,
   for (const auto& [at, line] : acked)
     fail("run " + at.first + ": acknowledged seq " + std::to_string(at.second) +
          " is not in the history (" + line.dump() + ")");
+  // Every acknowledged effect record is stored, a receipt as a receipt (nothing calls the
+  // external system again after a receipt, so none goes back to started).
+  for (const json& l : acked_effects) {
+    const std::string run = l.at("run").get<std::string>();
+    const std::optional<ag::EffectRecord> e = store.effect(run, l.at("key").get<std::string>());
+    if (!e)
+      fail("run " + run + ": acknowledged effect record is not in the store (" + l.dump() + ")");
+    else if (l.at("status") == "succeeded" && e->status != ag::EffectStatus::succeeded)
+      fail("run " + run + ": acknowledged receipt is stored as " +
+           std::string(trellis::enumeration<ag::EffectStatus>::name(e->status)) + " (" + l.dump() +
+           ")");
+  }
   return f;
 }
 
@@ -337,65 +365,184 @@ int unfinished(ag::Store& store, const std::vector<std::string>& ids) {
 }
 
 std::string specs_of(const Scratch& dir, std::string_view kind) {
+  if (kind == "postgres") {  // a schema of its own per case, in the database of libpq's env
+    static int cases = 0;
+    return "postgres:chaos_" + std::to_string(::getpid()) + "_" + std::to_string(++cases);
+  }
   return kind == "file" ? "file:" + (dir / "store") : "sqlite:" + (dir / "store.db");
 }
 
-/// The SIGKILL case: see the file comment. `faketime`: FAKETIME of worker 0 (empty: none).
-void kill_chaos(std::string_view kind, const std::string& faketime = {}) {
+#ifdef TRELLIS_CHAOS_POSTGRES
+/// The parent's own libpq connection (libpq's environment; application_name
+/// "trellis-chaos-parent"), to act on the server behind the workers' backs.
+class Server {
+ public:
+  Server() { connect(); }
+  ~Server() { PQfinish(c_); }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// The one value `sql` returns; throws std::runtime_error with the server's message.
+  std::string value(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    const std::string out = ok ? PQgetvalue(r, 0, 0) : PQerrorMessage(c_);
+    PQclear(r);
+    if (!ok) throw std::runtime_error("chaos: " + sql + ": " + out);
+    return out;
+  }
+  /// Terminates one connection of a PostgresStore (application_name "trellis": the workers'
+  /// and the parent's store's), chosen at random; true when there was one.
+  bool terminate_one() {
+    return value(
+               "SELECT count(pg_terminate_backend(pid)) FROM (SELECT pid FROM pg_stat_activity "
+               "WHERE application_name = 'trellis' AND backend_type = 'client backend' ORDER BY "
+               "random() LIMIT 1) t") == "1";
+  }
+  /// Connects again (after a restart of the server).
+  void connect() {
+    if (c_ != nullptr) PQfinish(c_);
+    c_ = PQconnectdb("application_name=trellis-chaos-parent");
+    if (PQstatus(c_) != CONNECTION_OK)
+      throw std::runtime_error(std::string("chaos: cannot connect to the server: ") +
+                               PQerrorMessage(c_));
+  }
+
+ private:
+  PGconn* c_ = nullptr;
+};
+
+/// Runs `pg_ctlcluster $PGVERSION regress ARGS` (the cluster pg_virtualenv made; root or not),
+/// its output appended to `log`; true when it succeeded.
+bool pg_ctlcluster(const std::string& args, const std::string& log) {
+  const char* version = std::getenv("PGVERSION");
+  if (version == nullptr) return false;
+  const std::string command =
+      "pg_ctlcluster " + std::string(version) + " regress " + args + " >>" + log + " 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+#endif
+
+/// What a pool of 4 workers on `runs` runs goes through (pool_chaos).
+struct Plan {
+  int runs = 200;
+  int kills = 0;         ///< workers SIGKILLed (and restarted at once), one per 20-100 ms
+  int terminations = 0;  ///< connections terminated by the server, one per 50-200 ms
+  bool restart = false;  ///< the server stopped -m immediate 1 s in, restarted 1 s later
+  std::string faketime;  ///< FAKETIME of worker 0 (empty: none)
+};
+
+/// The pool chaos: 4 workers on `plan.runs` runs, disrupted as `plan` says until the wanted
+/// disruptions are done and every run ended (the runs' last node sleeps until the disruptions
+/// are done, so that every one lands while there is work); then the invariants.
+void pool_chaos(std::string_view kind, const Plan& plan) {
   Scratch dir;
   const std::string spec = specs_of(dir, kind);
-  const auto store = open_chaos_store(spec, {});
-  const int runs = trellis_test::scaled(200, 12);
-  const int kills = trellis_test::scaled(200, 20);
-  const std::vector<std::string> ids = enqueue_runs(*store, runs, ChaosState{});
+  std::unique_ptr<ag::Store> store = open_chaos_store(spec, {});
+  const std::vector<std::string> ids = enqueue_runs(*store, plan.runs, ChaosState{});
   WorkerArgs args;
   args.spec = spec;
   args.log = dir / "external.log";
   args.acks = dir / "acks.log";
   args.gate = dir / "gate";
   args.err = dir / "workers.err";
-  std::vector<pid_t> workers;
-  for (int w = 0; w < 4; ++w) {
+  auto start_worker = [&](std::size_t w) {
     WorkerArgs a = args;
-    if (w == 0) a.faketime = faketime;
-    workers.push_back(spawn_worker(a));
-  }
+    if (w == 0) a.faketime = plan.faketime;
+    return spawn_worker(a);
+  };
+  std::vector<pid_t> workers;
+  for (std::size_t w = 0; w < 4; ++w) workers.push_back(start_worker(w));
+#ifdef TRELLIS_CHAOS_POSTGRES
+  std::optional<Server> server;
+  if (plan.terminations > 0 || plan.restart) server.emplace();
+  const std::string ctl_log = dir / "pg_ctlcluster.log";
+#endif
   std::mt19937 engine(std::random_device{}());
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::seconds(150);
-  int killed = 0;
-  int left = runs;
+  int killed = 0, terminated = 0, restarts = 0, ticks = 0;
+  int left = plan.runs;
+  bool restarted_ok = true;
   while (Clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(20, 100)(engine)));
-    if (killed < kills || left > 0) {
+    const int pause = plan.kills > 0 ? std::uniform_int_distribution<int>(20, 100)(engine)
+                                     : std::uniform_int_distribution<int>(50, 200)(engine);
+    std::this_thread::sleep_for(milliseconds(pause));
+    ++ticks;
+    if (plan.kills > 0 && (killed < plan.kills || left > 0)) {
       const std::size_t w = std::uniform_int_distribution<std::size_t>(0, 3)(engine);
       kill_now(workers[w]);
       ++killed;
-      WorkerArgs a = args;
-      if (w == 0) a.faketime = faketime;
-      workers[w] = spawn_worker(a);
+      workers[w] = start_worker(w);
     }
-    if (killed == kills) append_line(args.gate, "open", true);  // the runs may end now
-    if (killed >= kills && killed % 5 == 0 && (left = unfinished(*store, ids)) == 0) break;
+#ifdef TRELLIS_CHAOS_POSTGRES
+    if (plan.terminations > 0 && (terminated < plan.terminations || left > 0) &&
+        server->terminate_one())
+      ++terminated;
+    if (plan.restart && restarts == 0 && Clock::now() - start > std::chrono::seconds(1)) {
+      restarted_ok = pg_ctlcluster("stop -m immediate", ctl_log);
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // the workers find it down
+      restarted_ok = pg_ctlcluster("start", ctl_log) && restarted_ok;
+      ++restarts;
+      if (!restarted_ok) break;
+      server->connect();
+    }
+#endif
+    const bool disrupted = killed >= plan.kills && terminated >= plan.terminations &&
+                           restarts >= (plan.restart ? 1 : 0);
+    if (!disrupted) continue;
+    if (!file_exists(args.gate)) append_line(args.gate, "open", true);  // the runs may end now
+    if (ticks % 5 == 0) {
+      try {  // the parent's store is the server's victim too: a failed look is no answer
+        left = unfinished(*store, ids);
+      } catch (const ag::store_error&) {
+        store = open_chaos_store(spec, {});
+      }
+      if (left == 0) break;
+    }
   }
-  for (pid_t pid : workers) stop_worker(pid);
+  // Workers that were never killed must have survived everything and stop gracefully.
+  std::vector<int> exits;
+  for (pid_t pid : workers) exits.push_back(stop_worker(pid));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  store = open_chaos_store(spec, {});  // fresh connections for the check
   left = unfinished(*store, ids);
-  INFO(kind << (faketime.empty() ? "" : " (one worker under faketime " + faketime + ")") << ": "
-            << killed << " kills in " << seconds << " s; workers' stderr:\n"
-            << text_of(args.err));
-  CHECK_MESSAGE(left == 0, left << " of " << runs << " runs not ended within 150 s");
-  CHECK(killed >= kills);
+  std::string ctl_text;
+#ifdef TRELLIS_CHAOS_POSTGRES
+  ctl_text = "pg_ctlcluster:\n" + text_of(ctl_log);
+#endif
+  INFO(kind << (plan.faketime.empty() ? "" : " (one worker under faketime " + plan.faketime + ")")
+            << ": " << killed << " kills, " << terminated << " connections terminated, " << restarts
+            << " restarts in " << seconds << " s; workers' stderr:\n"
+            << text_of(args.err) << ctl_text);
+  REQUIRE_MESSAGE(restarted_ok, "the server could not be stopped and started again");
+  CHECK_MESSAGE(left == 0, left << " of " << plan.runs << " runs not ended within 150 s");
+  CHECK(killed >= plan.kills);
+  CHECK(terminated >= plan.terminations);
+  if (plan.kills == 0)
+    for (int code : exits) CHECK_MESSAGE(code == 0, "a worker did not stop gracefully: " << code);
   const Findings f = check_invariants(*store, ids, args.log, args.acks);
-  MESSAGE(kind << ": " << runs << " runs, " << killed << " kills, " << f.commits
+  MESSAGE(kind << ": " << plan.runs << " runs, " << killed << " kills, " << terminated
+               << " connections terminated, " << restarts << " restarts, " << f.commits
                << " commits acknowledged, " << f.calls << " external calls, " << f.lost
-               << " leases lost, " << f.reconciliation << " reconciliation_required, " << seconds
-               << " s");
+               << " leases lost, " << f.errors << " store errors, " << f.reconciliation
+               << " reconciliation_required, " << seconds << " s");
   report(f, std::string(kind));
-  // An at_most_once call cut off by a kill is rare: a kill must land between its started
-  // record and its receipt.
-  CHECK_MESSAGE(f.reconciliation <= std::max(2, runs / 4),
-                f.reconciliation << " of " << runs << " runs need a reconciliation");
+  // Workers see the server away as store errors (and go on: they stopped gracefully above).
+  if (plan.restart) CHECK_MESSAGE(f.errors > 0, "no worker noticed the server was down");
+  // An at_most_once call cut off by a kill (or a lost connection) is rare: a kill must land
+  // between its started record and its receipt.
+  CHECK_MESSAGE(f.reconciliation <= std::max(2, plan.runs / 4),
+                f.reconciliation << " of " << plan.runs << " runs need a reconciliation");
+}
+
+/// The SIGKILL case: see the file comment. `faketime`: FAKETIME of worker 0 (empty: none).
+void kill_chaos(std::string_view kind, const std::string& faketime = {}) {
+  Plan plan;
+  plan.runs = trellis_test::scaled(200, 12);
+  plan.kills = trellis_test::scaled(200, 20);
+  plan.faketime = faketime;
+  pool_chaos(kind, plan);
 }
 
 /// Waits until `done()` or the deadline; false at the deadline.
@@ -417,8 +564,10 @@ bool holding(const std::string& log, const std::string& run, pid_t pid) {
 }
 
 /// The SIGSTOP case (file comment), with the workers' run clocks skewed by `skew_a` (the worker
-/// stopped) and `skew_b` (the one that takes over).
-void stop_chaos(std::string_view kind, milliseconds skew_a = {}, milliseconds skew_b = {}) {
+/// stopped) and `skew_b` (the one that takes over); `faketime_a`: FAKETIME of the worker
+/// stopped (empty: none).
+void stop_chaos(std::string_view kind, milliseconds skew_a = {}, milliseconds skew_b = {},
+                const std::string& faketime_a = {}) {
   Scratch dir;
   const std::string spec = specs_of(dir, kind);
   const milliseconds ttl(400);
@@ -446,6 +595,7 @@ void stop_chaos(std::string_view kind, milliseconds skew_a = {}, milliseconds sk
   args.flaky = 0;  // a retry backoff is a timer too
   WorkerArgs a_args = args;
   a_args.clock_offset = skew_a;
+  a_args.faketime = faketime_a;
   WorkerArgs b_args = args;
   b_args.clock_offset = skew_b;
   const pid_t a = spawn_worker(a_args);
@@ -519,6 +669,7 @@ void stop_chaos(std::string_view kind, milliseconds skew_a = {}, milliseconds sk
 
 }  // namespace
 
+#ifndef TRELLIS_CHAOS_POSTGRES
 TEST_SUITE("chaos") {
   TEST_CASE("chaos: workers SIGKILLed at random lose no step and repeat no effect? FileStore") {
     kill_chaos("file");
@@ -556,3 +707,60 @@ TEST_SUITE("chaos") {
     kill_chaos("sqlite", "-1h");
   }
 }
+#else
+// The PostgreSQL cases (trellis_chaos_postgres_tests, inside tests/support/with_postgres.sh:
+// libpq's environment names a throw-away server).
+TEST_SUITE("chaos") {
+  TEST_CASE("chaos: workers SIGKILLed at random lose no step and repeat no effect? PostgresStore") {
+    kill_chaos("postgres");
+  }
+  TEST_CASE(
+      "chaos: a worker stopped past its lease neither commits nor starts an effect? "
+      "PostgresStore") {
+    stop_chaos("postgres");
+  }
+  TEST_CASE(
+      "chaos: leases ignore the workers' run clocks, the stopped one 1 h behind? "
+      "PostgresStore") {
+    stop_chaos("postgres", -std::chrono::hours(1), std::chrono::hours(1));
+  }
+  TEST_CASE(
+      "chaos: leases ignore the workers' run clocks, the stopped one 1 h ahead? "
+      "PostgresStore") {
+    stop_chaos("postgres", std::chrono::hours(1), -std::chrono::hours(1));
+  }
+  // The database's clock is the server's: a worker process whose wall clock is 1 h behind
+  // (libfaketime) and is stopped past its lease loses it on time all the same.
+  TEST_CASE(
+      "chaos: a worker under faketime 1 h behind, stopped past its lease, neither commits nor "
+      "starts an effect? PostgresStore") {
+    if (faketime_library().empty()) {
+      MESSAGE("SKIPPED: libfaketime not found (scripts/deps.sh installs faketime)");
+      return;
+    }
+    stop_chaos("postgres", {}, {}, "-1h");
+  }
+  TEST_CASE(
+      "chaos: connections terminated by the server at random lose no step and repeat no "
+      "effect? PostgresStore") {
+    Plan plan;
+    plan.runs = trellis_test::scaled(100, 12);
+    plan.terminations = trellis_test::scaled(100, 10);
+    pool_chaos("postgres", plan);
+  }
+  // Needs fsync on (the ctest test trellis_chaos_postgres_restart runs with_postgres.sh with
+  // WITH_POSTGRES_OPTIONS="-o fsync=on"): an acknowledged commit is on disk.
+  TEST_CASE(
+      "chaos: the server stopped -m immediate and restarted mid-run loses no acknowledged "
+      "step? PostgresStore") {
+    REQUIRE_MESSAGE(std::getenv("PGVERSION") != nullptr,
+                    "run inside tests/support/with_postgres.sh (pg_virtualenv sets PGVERSION)");
+    REQUIRE_MESSAGE(Server().value("SHOW fsync") == "on",
+                    "fsync is off: run with WITH_POSTGRES_OPTIONS='-o fsync=on'");
+    Plan plan;
+    plan.runs = trellis_test::scaled(100, 12);
+    plan.restart = true;
+    pool_chaos("postgres", plan);
+  }
+}
+#endif
