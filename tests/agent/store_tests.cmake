@@ -76,9 +76,11 @@ add_test(NAME trellis_postgres_store_concurrency
          COMMAND ${_trellis_with_postgres} $<TARGET_FILE:trellis_store_conformance_tests>
                  --test-suite=concurrency ${_trellis_only_postgres})
 set_tests_properties(trellis_postgres_store_tests trellis_postgres_store_operations_tests
-                     PROPERTIES LABELS "agent;postgres" TIMEOUT 600 SKIP_RETURN_CODE 77)
+                     PROPERTIES LABELS "agent;postgres" TIMEOUT 600 SKIP_RETURN_CODE 77
+                                RESOURCE_LOCK postgres)
 set_tests_properties(trellis_postgres_store_concurrency PROPERTIES
-                     LABELS "agent;postgres;concurrency" TIMEOUT 600 SKIP_RETURN_CODE 77)
+                     LABELS "agent;postgres;concurrency" TIMEOUT 600 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK postgres)
 
 # FileStore layout version 2 (issue 14): the upgrade of the checked-in version 1 fixture, the
 # read-only open, the run index, cancel requests, delete_run, events_after, graph shapes.
