@@ -175,11 +175,14 @@ void Worker::thread_main(std::size_t thread, std::stop_token stop) {
   std::mt19937_64 engine(std::random_device{}() + thread);
   std::uniform_real_distribution<double> half_to_one(0.5, 1.0);
   unsigned idle = 0;
+  unsigned failures = 0;  // claims failed in a row
   while (!stop.stop_requested() && !shared_->stop.stop_requested()) {
     bool worked = false;
     try {
       worked = once(thread, stop);
+      failures = 0;
     } catch (const std::exception& failure) {  // a claim that failed (the store is away)
+      ++failures;
       WorkerEvent e;
       e.kind = WorkerEvent::Kind::error;
       e.detail = failure.what();
@@ -195,8 +198,15 @@ void Worker::thread_main(std::size_t thread, std::stop_token stop) {
     }
     // Idle: report runs of other graphs now and then (thread 0 only), then wait.
     if (thread == 0 && idle++ % 16 == 0) report_foreign();
-    const auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(
-        static_cast<double>(options_.poll.count()) * half_to_one(engine)));
+    // A store that fails is asked again after a growing wait (doubling, up to 5 s or the poll
+    // interval if longer), so a server that is down is not flooded, nor the observers.
+    std::chrono::milliseconds base = options_.poll;
+    if (failures > 0)
+      base = std::min<std::chrono::milliseconds>(
+          options_.poll * (1L << std::min(failures, 10U)),
+          std::max(options_.poll, std::chrono::milliseconds(5000)));
+    const auto wait = std::chrono::milliseconds(
+        static_cast<std::int64_t>(static_cast<double>(base.count()) * half_to_one(engine)));
     try {
       store_.wait_for_work(std::max(wait, std::chrono::milliseconds(1)), stop);
     } catch (const std::exception&) {

@@ -20,6 +20,10 @@
 /// so workers that start together do not poll together, and a run made runnable (a decision, a
 /// reconciliation, a timer due, a worker that died) is picked up within one poll interval.
 ///
+/// A claim that fails (the store is away: a server restarting, a network cut) is reported
+/// (WorkerEvent::error) and tried again after a wait that doubles with each failure in a row, up
+/// to 5 s (or the poll interval if longer); the first claim that works resets it.
+///
 /// A run whose graph the worker does not have (another fingerprint: another graph, or another
 /// version of it) is never claimed and never failed: it is left for a worker that has it, and
 /// reported once (WorkerEvent::foreign, stats().foreign).
