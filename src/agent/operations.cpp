@@ -47,6 +47,7 @@ Checkpoint following(const Checkpoint& cp, Clock& clock) {
   c.detail.clear();
   c.effects.clear();
   c.reconciliation.reset();
+  c.wake_at.clear();  // a decision, a cancellation, a reconciliation: the timer is over
   return c;
 }
 

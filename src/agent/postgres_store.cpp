@@ -785,8 +785,13 @@ std::vector<Claim> PostgresStore::claim(const ClaimRequest& request) {
   }
   std::vector<Claim> out;
   for (int i = 0; i < rows.rows(); ++i) {
-    Checkpoint newest =
-        db.checkpoint_of(rows.text(i, 0), rows.integer(i, 3), rows.text(i, 4), rows.text(i, 5));
+    Checkpoint newest;
+    try {
+      newest =
+          db.checkpoint_of(rows.text(i, 0), rows.integer(i, 3), rows.text(i, 4), rows.text(i, 5));
+    } catch (const store_error&) {
+      continue;  // a record this store cannot read: skipped (its lease released below)
+    }
     db.saw(newest.run_id, newest.seq);
     out.push_back(Claim{std::move(leases[static_cast<std::size_t>(i)]), std::move(newest)});
   }

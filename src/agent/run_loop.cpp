@@ -62,7 +62,9 @@ class Execution final : public EffectHost {
 
   /// Runs the loop; `decision` is applied to a paused run only (elsewhere the stored one, if
   /// any, is the one that counts).
-  RunResult start(const Resume* decision) {
+  /// `claimed`: a worker claimed the run, due by the store's clock (not checked again with the
+  /// run call's clock, which may run behind).
+  RunResult start(const Resume* decision, bool claimed = false) {
     if (cp_.status == RunStatus::Cancelled) {
       // Resuming answers the cancel requests made so far (a pending one is not applied again).
       const std::vector<CancelRequest> asked =
@@ -81,7 +83,7 @@ class Execution final : public EffectHost {
     if (cp_.status == RunStatus::WaitingApproval) {
       if (!decision) {
         // The expiry timer: nobody decided in time (a Worker claims the run when it is due).
-        if (auto expired = expiry_passed()) return std::move(*expired);
+        if (auto expired = expiry_passed(claimed)) return std::move(*expired);
         return outcome();  // not expired yet (a clock behind the store's): nothing to do
       }
       if (auto out = decide(*decision)) return std::move(*out);
@@ -89,7 +91,7 @@ class Execution final : public EffectHost {
     } else if (cp_.status == RunStatus::Queued || cp_.status == RunStatus::Waiting) {
       // A timer not due yet (a Sleep, a durable backoff, a run enqueued for later): nothing
       // to do, nothing written.
-      if (!cp_.wake_at.empty() && now_iso8601(clock_) < cp_.wake_at) return outcome();
+      if (!claimed && !cp_.wake_at.empty() && now_iso8601(clock_) < cp_.wake_at) return outcome();
       change(RunEvent::Start);
     }
     // The node's stop_token also fires on a cancel request (looked for every cancel_poll).
@@ -143,10 +145,11 @@ class Execution final : public EffectHost {
   }
 
   /// Fails a pause whose approval request expired, with no decision; nullopt when it has not.
-  std::optional<RunResult> expiry_passed() {
+  /// `claimed`: the store's clock said it expired (a worker claimed it for that).
+  std::optional<RunResult> expiry_passed(bool claimed) {
     const std::optional<ApprovalRequest>& request =
         cp_.interrupt ? cp_.interrupt->approval : std::nullopt;
-    if (!request || !request->expires_at || clock_.now() <= *request->expires_at)
+    if (!request || !request->expires_at || (!claimed && clock_.now() <= *request->expires_at))
       return std::nullopt;
     return fail(Reason::approval_expired, "nobody decided before the approval request expired at " +
                                               format_time(*request->expires_at));
@@ -362,6 +365,9 @@ class Execution final : public EffectHost {
          {{"attempt", failed}, {"backoff_ms", wait.count()}, {"error", what}});
     if (options_.durable_waits) {
       emit(EventKind::waiting, cp_.next_node, 0.0, {{"wake_at", cp_.wake_at}});
+      // A node that gave up on a cancel request (its stop token) may have thrown a transient
+      // error: the request is answered now, not after the backoff.
+      if (auto asked = pending_cancel()) return cancel(std::move(*asked));
       return outcome();
     }
     clock_.sleep_for(wait, keeper_.stop_token());
@@ -408,7 +414,10 @@ class Execution final : public EffectHost {
     next.created_at = now_iso8601(clock_);
     // A pause is kept while the run waits, and by a cancellation of the pause (resumed, the
     // run waits again).
-    if (next.status != RunStatus::WaitingApproval && next.status != RunStatus::Cancelled)
+    // A pause that expired (nobody decided: no Decision holds the request) keeps it too, so a
+    // fork of the failure asks again.
+    if (next.status != RunStatus::WaitingApproval && next.status != RunStatus::Cancelled &&
+        !(next.status == RunStatus::Failed && next.reason == Reason::approval_expired))
       next.interrupt.reset();
     next.effects = effects_.take_keys();
     store_.commit(next, cp_.seq, keeper_.token());
@@ -530,7 +539,13 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
 }
 
 std::string wake_time(const Sleep& sleep, const Clock& clock) {
-  return format_time(sleep.until ? *sleep.until : clock.now() + sleep.duration);
+  // A sleep "forever" (past what the clock's nanoseconds reach, year 2262) wakes in 2200.
+  using namespace std::chrono;
+  const Clock::time_point last = sys_days{year{2200} / January / 1};
+  if (sleep.until) return format_time(std::min(*sleep.until, last));
+  const Clock::time_point now = clock.now();
+  if (sleep.duration >= last - now) return format_time(last);
+  return format_time(std::max(now + sleep.duration, now));
 }
 
 std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
@@ -622,7 +637,7 @@ RunResult continue_run(const GraphSpec& spec, StateInterface& typed, Store& stor
   Execution ex(spec, typed, store, options, keeper, std::move(cp), std::move(state));
   // A pause or a cancellation logs its own resumed event (in start()); a crash does not.
   if (after_crash) ex.emit(EventKind::resumed, at, 0.0);
-  return ex.start(decision);
+  return ex.start(decision, claimed);
 }
 
 }  // namespace
@@ -708,11 +723,17 @@ Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
   first.effects.clear();  // the source run's records: the fork has none of its own yet
   first.cancel_handled = 0;
   first.reconciliation.reset();
-  if (terminal(first.status) && first.decision) {
-    // A run that failed on a decision (rejected, expired) forks back to the pause: the
-    // question is asked again, never skipped.
+  const bool expired_pause = first.status == RunStatus::Failed &&
+                             first.reason == Reason::approval_expired && first.interrupt;
+  if (terminal(first.status) && (first.decision || expired_pause)) {
+    // A run that failed on a decision (rejected, expired) or whose request expired with no
+    // decision forks back to the pause: the question is asked again, never skipped. An
+    // expired request is asked again without its expiry (with it, the fork would expire at
+    // once).
     first.status = RunStatus::WaitingApproval;
-    first.interrupt = first.decision->request;
+    if (first.decision) first.interrupt = first.decision->request;
+    if (first.reason == Reason::approval_expired && first.interrupt->approval)
+      first.interrupt->approval->expires_at.reset();
     first.reason = Reason::none;
     first.detail.clear();
     first.decision.reset();

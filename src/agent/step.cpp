@@ -201,6 +201,7 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
     if (const auto* sleep = std::get_if<Sleep>(&out.next)) c.wake_at = wake_time(*sleep, clock);
   } else {  // what the loop's fail() commits
     c = cp;
+    c.wake_at.clear();
     c.status = RunStatus::Failed;
     c.reason = out.reason;
     c.detail = out.detail;

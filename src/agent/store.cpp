@@ -95,7 +95,14 @@ std::vector<Claim> claim_candidates(const std::vector<RunSummary>& candidates,
     if (out.size() >= limit) break;
     std::optional<Lease> lease = take(c.run_id);
     if (!lease) continue;
-    std::optional<Checkpoint> newest = read(c.run_id);
+    std::optional<Checkpoint> newest;
+    try {
+      newest = read(c.run_id);
+    } catch (const store_error&) {
+      // A record this store cannot read (damaged, or written by a newer program): the run is
+      // skipped (its lease drops here), never blocking the claims of every other run.
+      continue;
+    }
     if (!newest) continue;  // deleted meanwhile
     const std::optional<std::string> due = due_at(*newest);
     if (!due || *due > now) continue;  // advanced meanwhile by the holder we waited for

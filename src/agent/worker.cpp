@@ -8,6 +8,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -19,6 +21,14 @@ struct Worker::Shared {
   mutable std::mutex m;
   WorkerStats stats;
   std::set<std::string, std::less<>> foreign;  // runs reported once
+  /// Runs whose last run call failed (an error, not a lost lease): not advanced again before
+  /// `until`, the wait doubling with each failure in a row, so one broken run (a state that no
+  /// longer decodes, a store error on it) cannot hold every thread of the pool.
+  struct Held {
+    std::chrono::steady_clock::time_point until;
+    std::chrono::milliseconds wait{0};
+  };
+  std::map<std::string, Held, std::less<>> held_back;
   std::stop_source stop;             // stop(): no new claims; run calls yield between steps
   std::atomic<bool> started{false};  // start() was called
   std::atomic<bool> frozen{false};   // start() or drain() was called: no more graphs
@@ -57,17 +67,16 @@ Worker& Worker::add_graph(std::string fingerprint, const detail::GraphSpec& spec
 }
 
 void Worker::start() {
+  if (shared_->stop.stop_requested())
+    throw graph_error("trellis: the worker was stopped; make a new one to start again");
   if (shared_->started.exchange(true)) throw graph_error("trellis: the worker was started already");
   shared_->frozen = true;
   threads_.reserve(options_.threads);
   for (std::size_t i = 0; i < options_.threads; ++i)
-    threads_.emplace_back([this, i](std::stop_token stop) { thread_main(i, stop); });
+    threads_.emplace_back([this, i] { thread_main(i, shared_->stop.get_token()); });
 }
 
-void Worker::stop() noexcept {
-  shared_->stop.request_stop();
-  for (std::jthread& t : threads_) t.request_stop();
-}
+void Worker::stop() noexcept { shared_->stop.request_stop(); }
 
 void Worker::join() {
   for (std::jthread& t : threads_)
@@ -78,7 +87,11 @@ void Worker::join() {
 std::size_t Worker::drain(std::stop_token stop) {
   shared_->frozen = true;  // no graph added from here on
   std::size_t calls = 0;
-  while (!stop.stop_requested() && !shared_->stop.stop_requested() && once(0, stop)) ++calls;
+  try {
+    while (!stop.stop_requested() && !shared_->stop.stop_requested() && once(0, stop)) ++calls;
+  } catch (const std::exception& failure) {  // a claim that failed: reported, draining ends
+    claim_failed(failure);
+  }
   return calls;
 }
 
@@ -101,10 +114,30 @@ bool Worker::once(std::size_t thread, std::stop_token stop) {
   ClaimRequest request;
   request.owner = options_.name + "/" + std::to_string(thread);
   request.fingerprints = fingerprints_;
-  request.limit = 1;
+  std::size_t held = 0;
+  {
+    std::lock_guard lock(shared_->m);
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [id, h] : shared_->held_back) held += h.until > now ? 1 : 0;
+  }
+  // Runs held back come first in the claim order (a Running run is due at once): claim past
+  // them, and give them back (their leases drop with the claims not kept).
+  request.limit = 1 + std::min<std::size_t>(held, 16);
   std::vector<Claim> claims = store_.claim(request);
-  if (claims.empty()) return false;
-  Claim claim = std::move(claims.front());
+  std::optional<Claim> kept;
+  {
+    std::lock_guard lock(shared_->m);
+    const auto now = std::chrono::steady_clock::now();
+    for (Claim& c : claims) {
+      const auto h = shared_->held_back.find(c.newest.run_id);
+      if (h != shared_->held_back.end() && h->second.until > now) continue;
+      kept.emplace(std::move(c));
+      break;
+    }
+  }
+  claims.clear();
+  if (!kept) return false;
+  Claim claim = std::move(*kept);
   const std::string run_id = claim.newest.run_id;
   const auto it = graphs_.find(claim.newest.fingerprint);
   {
@@ -117,7 +150,7 @@ bool Worker::once(std::size_t thread, std::stop_token stop) {
   options.durable_waits = true;
   options.stop = {};  // the worker never cancels a run; it gives it back
   std::stop_source yield;
-  std::stop_callback forward_thread(stop, [&yield] { yield.request_stop(); });
+  std::stop_callback forward_caller(stop, [&yield] { yield.request_stop(); });
   std::stop_callback forward_worker(shared_->stop.get_token(), [&yield] { yield.request_stop(); });
   options.yield = yield.get_token();
   WorkerEvent e;
@@ -135,14 +168,33 @@ bool Worker::once(std::size_t thread, std::stop_token stop) {
     e.detail = busy.what();
     std::lock_guard lock(shared_->m);
     ++shared_->stats.lost;
-  } catch (const std::exception& failure) {  // infrastructure: the run stays where it was
+  } catch (const std::exception& failure) {  // the run stays where it was; held back a while
     e.kind = WorkerEvent::Kind::error;
     e.detail = failure.what();
     std::lock_guard lock(shared_->m);
     ++shared_->stats.errors;
+    Shared::Held& h = shared_->held_back[run_id];
+    h.wait = std::clamp(h.wait * 2, std::max(options_.poll, std::chrono::milliseconds(100)),
+                        std::chrono::milliseconds(60000));
+    h.until = std::chrono::steady_clock::now() + h.wait;
+  }
+  if (e.kind != WorkerEvent::Kind::error) {
+    std::lock_guard lock(shared_->m);
+    shared_->held_back.erase(run_id);
   }
   emit(std::move(e));
   return true;
+}
+
+void Worker::claim_failed(const std::exception& failure) {
+  WorkerEvent e;
+  e.kind = WorkerEvent::Kind::error;
+  e.detail = failure.what();
+  {
+    std::lock_guard lock(shared_->m);
+    ++shared_->stats.errors;
+  }
+  emit(std::move(e));
 }
 
 void Worker::report_foreign() {
@@ -155,6 +207,9 @@ void Worker::report_foreign() {
   for (const RunSummary& s : due) {
     if (std::find(fingerprints_.begin(), fingerprints_.end(), s.fingerprint) != fingerprints_.end())
       continue;
+    // A Running run is being advanced by a worker that has its graph (or waits for its lease
+    // to expire): not left alone.
+    if (s.status == RunStatus::Running) continue;
     {
       std::lock_guard lock(shared_->m);
       if (!shared_->foreign.insert(s.run_id).second) continue;
@@ -183,14 +238,7 @@ void Worker::thread_main(std::size_t thread, std::stop_token stop) {
       failures = 0;
     } catch (const std::exception& failure) {  // a claim that failed (the store is away)
       ++failures;
-      WorkerEvent e;
-      e.kind = WorkerEvent::Kind::error;
-      e.detail = failure.what();
-      {
-        std::lock_guard lock(shared_->m);
-        ++shared_->stats.errors;
-      }
-      emit(std::move(e));
+      claim_failed(failure);
     }
     if (worked) {
       idle = 0;

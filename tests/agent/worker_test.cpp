@@ -464,3 +464,103 @@ TEST_CASE("worker: a pool of threads on FileStore ends every run once, each hist
   ag::FileStore store(root);
   pool_ends_every_run(store);
 }
+
+TEST_CASE("worker: a run whose call keeps failing is held back; the others go on") {
+  ag::MemoryStore store;
+  TestGraph t;
+  t.node("only", halt);
+  ag::Checkpoint broken;
+  broken.run_id = "broken";
+  broken.status = RunStatus::Running;
+  broken.next_node = "only";
+  broken.state = {{"n", "not a number"}};  // does not decode: every call fails
+  broken.fingerprint = t.g.fingerprint();
+  broken.created_at = ag::detail::format_time(std::chrono::system_clock::now());
+  store.create(broken);
+  for (int i = 0; i < 3; ++i) t.g.enqueue("ok" + std::to_string(i), Count{}, store);
+  ag::Worker w(store);
+  w.add(t.g);
+  CHECK(w.drain() == 4);  // the broken run once (held back after), the three others
+  for (int i = 0; i < 3; ++i)
+    CHECK(store.latest("ok" + std::to_string(i))->status == RunStatus::Succeeded);
+  CHECK(w.stats().errors == 1);
+  CHECK(store.latest("broken")->seq == 0);  // left where it was
+}
+
+TEST_CASE("worker: a claimed run is due by the store's clock, not by the worker's") {
+  ag::MemoryStore store;
+  TestGraph t;
+  t.node("nap", [](Count&, ag::RunContext&) -> ag::NextStep {
+     return ag::Sleep{.duration = 1ms, .then = "wake"};
+   }).node("wake", halt);
+  t.g.enqueue("r", Count{}, store);
+  ag::ManualClock behind{std::chrono::system_clock::now() - 1h};  // the worker's clock, late
+  ag::Worker w(store, {.run = {.clock = &behind}});
+  w.add(t.g);
+  // It sleeps until 1 ms after the worker's (stopped) clock: 1 h in the store's past, so due
+  // at once by the store's clock; the worker runs it although its own clock says not yet.
+  CHECK(w.drain() == 2);
+  CHECK(store.latest("r")->status == RunStatus::Succeeded);
+}
+
+TEST_CASE("worker: a cancel request seen by a node that gives up with a transient error ends the "
+          "run Cancelled, not waiting for the backoff") {
+  ag::MemoryStore store;
+  TestGraph t;
+  t.g.retry({.attempts = 5, .initial_backoff = 1h, .multiplier = 1, .max_backoff = 1h});
+  t.node("call", [&store](Count&, ag::RunContext&) -> ag::NextStep {
+    ag::CancelRequest r;
+    r.run_id = "r";
+    r.by = "ops";
+    store.request_cancel(r);  // an operator cancels while the call is in flight
+    throw ag::transient_error("the call was aborted");
+  });
+  t.g.enqueue("r", Count{}, store);
+  ag::Worker w(store);
+  w.add(t.g);
+  w.drain();
+  CHECK(store.latest("r")->status == RunStatus::Cancelled);
+}
+
+TEST_CASE("sleep: a sleep past what the clock can count wakes in 2200, never at once") {
+  ag::MemoryStore store;
+  TestGraph t;
+  t.node("forever", [](Count&, ag::RunContext&) -> ag::NextStep {
+    return ag::Sleep{.duration = std::chrono::system_clock::duration::max()};
+  });
+  const auto out = t.g.run("r", Count{}, store);
+  REQUIRE(out.waiting());
+  CHECK(out.wake_at == "2200-01-01T00:00:00.000Z");
+  ag::Worker w(store);
+  w.add(t.g);
+  CHECK(w.drain() == 0);  // never due
+}
+
+TEST_CASE("worker: an approval that expired with nobody deciding forks back to the pause, "
+          "asked again without its expiry") {
+  ag::MemoryStore store;
+  TestGraph t;
+  t.node("ask", [](Count&, ag::RunContext& ctx) -> ag::NextStep {
+     if (ctx.resume()) return ag::Goto{"execute"};
+     return ag::Interrupt{.reason = "approve",
+                          .approval = ag::ApprovalRequest{
+                              .action = "pay",
+                              .proposed_input = {},
+                              .risk_reason = "",
+                              .expires_at = std::chrono::system_clock::now() - 1s},
+                          .then = "execute"};
+   }).node("execute", halt);
+  t.g.enqueue("r", Count{}, store);
+  ag::Worker w(store);
+  w.add(t.g);
+  w.drain();  // pauses, then (already expired) fails
+  const auto failed = store.latest("r");
+  REQUIRE(failed->status == RunStatus::Failed);
+  REQUIRE(failed->reason == ag::Reason::approval_expired);
+  t.g.fork("r", failed->seq, "r2", store);
+  const auto fork = store.latest("r2");
+  CHECK(fork->status == RunStatus::WaitingApproval);
+  REQUIRE(fork->interrupt);
+  CHECK_FALSE(fork->interrupt->approval->expires_at);
+  CHECK(w.drain() == 0);  // nobody runs "execute" without a decision
+}

@@ -43,7 +43,8 @@ struct Interrupt {
 /// then it continues at `then` (empty: the sleeping node runs again). The timer lives in the
 /// store: it survives restarts and fires once, when a Worker (worker.hpp) claims the due run,
 /// or when resume() is called at or after the time (before it, resume() returns the run
-/// Waiting and writes nothing). `Sleep{.duration = 10min, .then = "poll"}`.
+/// Waiting and writes nothing). `Sleep{.duration = 10min, .then = "poll"}`. A time past year
+/// 2200 (a sleep "forever": the clock's nanoseconds end in 2262) wakes on 2200-01-01.
 struct Sleep {
   std::chrono::system_clock::duration duration{};
   std::optional<std::chrono::system_clock::time_point> until = std::nullopt;

@@ -20,9 +20,13 @@
 /// so workers that start together do not poll together, and a run made runnable (a decision, a
 /// reconciliation, a timer due, a worker that died) is picked up within one poll interval.
 ///
-/// A claim that fails (the store is away: a server restarting, a network cut) is reported
-/// (WorkerEvent::error) and tried again after a wait that doubles with each failure in a row, up
-/// to 5 s (or the poll interval if longer); the first claim that works resets it.
+/// A run call that fails with an error (not a lost lease: a state that no longer decodes, a
+/// store error on that run) leaves the run where it was, and this worker holds it back for a
+/// while (doubling with each failure in a row, from the poll interval up to a minute) so one
+/// broken run never holds every thread. A claim that fails (the store is away: a server restarting,
+/// a network cut) is reported (WorkerEvent::error) and tried again after a wait that doubles with
+/// each failure in a row, up to 5 s (or the poll interval if longer); the first claim that works
+/// resets it.
 ///
 /// A run whose graph the worker does not have (another fingerprint: another graph, or another
 /// version of it) is never claimed and never failed: it is left for a worker that has it, and
@@ -112,13 +116,15 @@ class Worker {
 
   /// Starts the pool threads (once; graph_error again).
   void start();
-  /// Asks the threads to end (see the file comment); returns at once.
+  /// Asks the threads to end (see the file comment); returns at once. Safe from any thread; a
+  /// stopped worker does not start again (graph_error).
   void stop() noexcept;
   /// Waits for the threads to end.
   void join();
 
-  /// Advances due runs in the calling thread, one at a time, until none is due (or `stop`);
-  /// returns the number of run calls made. For tests and for `trellis worker --drain`. Runs
+  /// Advances due runs in the calling thread, one at a time, until none is due (or `stop`, or
+  /// a claim that fails: reported as an error event and counted); returns the number of run
+  /// calls made. For tests and for `trellis worker --drain`. Runs
   /// that become due later (a timer) are not waited for.
   std::size_t drain(std::stop_token stop = {});
 
@@ -139,6 +145,7 @@ class Worker {
   bool once(std::size_t thread, std::stop_token stop);
   void thread_main(std::size_t thread, std::stop_token stop);
   void report_foreign();
+  void claim_failed(const std::exception& failure);
   void emit(WorkerEvent e);
 
   Store& store_;
