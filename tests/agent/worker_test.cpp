@@ -503,8 +503,9 @@ TEST_CASE("worker: a claimed run is due by the store's clock, not by the worker'
   CHECK(store.latest("r")->status == RunStatus::Succeeded);
 }
 
-TEST_CASE("worker: a cancel request seen by a node that gives up with a transient error ends the "
-          "run Cancelled, not waiting for the backoff") {
+TEST_CASE(
+    "worker: a cancel request seen by a node that gives up with a transient error ends the "
+    "run Cancelled, not waiting for the backoff") {
   ag::MemoryStore store;
   TestGraph t;
   t.g.retry({.attempts = 5, .initial_backoff = 1h, .multiplier = 1, .max_backoff = 1h});
@@ -536,19 +537,20 @@ TEST_CASE("sleep: a sleep past what the clock can count wakes in 2200, never at 
   CHECK(w.drain() == 0);  // never due
 }
 
-TEST_CASE("worker: an approval that expired with nobody deciding forks back to the pause, "
-          "asked again without its expiry") {
+TEST_CASE(
+    "worker: an approval that expired with nobody deciding forks back to the pause, "
+    "asked again without its expiry") {
   ag::MemoryStore store;
   TestGraph t;
   t.node("ask", [](Count&, ag::RunContext& ctx) -> ag::NextStep {
      if (ctx.resume()) return ag::Goto{"execute"};
-     return ag::Interrupt{.reason = "approve",
-                          .approval = ag::ApprovalRequest{
-                              .action = "pay",
-                              .proposed_input = {},
-                              .risk_reason = "",
-                              .expires_at = std::chrono::system_clock::now() - 1s},
-                          .then = "execute"};
+     return ag::Interrupt{
+         .reason = "approve",
+         .approval = ag::ApprovalRequest{.action = "pay",
+                                         .proposed_input = {},
+                                         .risk_reason = "",
+                                         .expires_at = std::chrono::system_clock::now() - 1s},
+         .then = "execute"};
    }).node("execute", halt);
   t.g.enqueue("r", Count{}, store);
   ag::Worker w(store);
