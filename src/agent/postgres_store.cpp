@@ -646,28 +646,10 @@ PostgresStore::~PostgresStore() = default;
 
 const std::string& PostgresStore::where() const noexcept { return db_->where; }
 
-namespace {
-const char* write_name(detail::WriteKind kind) {
-  switch (kind) {
-    case detail::WriteKind::create:
-      return "create";
-    case detail::WriteKind::commit:
-      return "commit";
-    case detail::WriteKind::put_effect:
-      return "put_effect";
-    case detail::WriteKind::renew:
-      return "renew";
-    case detail::WriteKind::request:
-      return "request_cancel";
-  }
-  return "a write";
-}
-}  // namespace
-
 void PostgresStore::write_run(std::string_view run_id, detail::WriteKind kind,
                               detail::RunBody<detail::RunWrite> body) {
   Db& db = *db_;
-  if (options_.read_only) db.refuse_write(write_name(kind));
+  if (options_.read_only) db.refuse_write(detail::write_name(kind));
   using detail::WriteKind;
   // The fast mode where a guess can be checked by the write itself.
   // (A create or a cancel request is rare: decided under the row's lock.)

@@ -1042,29 +1042,11 @@ class SqliteStore::Write final : public detail::RunWrite {
   std::optional<Db::Cached> pending_;
 };
 
-namespace {
-const char* write_name(detail::WriteKind kind) {
-  switch (kind) {
-    case detail::WriteKind::create:
-      return "create";
-    case detail::WriteKind::commit:
-      return "commit";
-    case detail::WriteKind::put_effect:
-      return "put_effect";
-    case detail::WriteKind::renew:
-      return "renew";
-    case detail::WriteKind::request:
-      return "request_cancel";
-  }
-  return "a write";
-}
-}  // namespace
-
 void SqliteStore::write_run(std::string_view run_id, detail::WriteKind kind,
                             detail::RunBody<detail::RunWrite> body) {
   std::lock_guard lock(m_);
   Db& db = *db_;
-  if (db.read_only) db.refuse_write(write_name(kind));
+  if (db.read_only) db.refuse_write(detail::write_name(kind));
   Db::Transaction tx(db);
   Write run(*this, db, run_id);
   body(run);

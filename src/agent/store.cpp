@@ -305,6 +305,22 @@ std::optional<GraphShape> StoreProtocol::graph(std::string_view fingerprint) {
   return read_graph(fingerprint);
 }
 
+const char* write_name(WriteKind kind) noexcept {
+  switch (kind) {
+    case WriteKind::create:
+      return "create";
+    case WriteKind::commit:
+      return "commit";
+    case WriteKind::put_effect:
+      return "put_effect";
+    case WriteKind::renew:
+      return "renew";
+    case WriteKind::request:
+      return "request_cancel";
+  }
+  return "a write";
+}
+
 // The primitives' defaults (see store_protocol.hpp).
 
 std::uint64_t RunWrite::append_cancel_request(const CancelRequest& request) {

@@ -74,6 +74,9 @@ class RunWrite {
 /// What a write transaction is for (a backend may lock less for a renewal).
 enum class WriteKind { create, commit, put_effect, renew, request };
 
+/// The Store call a write transaction serves ("commit", "request_cancel"), for messages.
+const char* write_name(WriteKind kind) noexcept;
+
 /// What apply_retention keeps, decided once: `finished_before` is the UTC text (see
 /// checkpoint.hpp's created_at) before which finished runs go, empty for none.
 struct RetentionPlan {
