@@ -104,8 +104,9 @@ class FileGraph {
   agent::Outcome<FlowState> run(const std::string& run_id, const nlohmann::json& inputs,
                                 agent::Store& store, agent::RunOptions options = {});
 
+  struct Impl;  ///< src/flow/file_graph.cpp
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
