@@ -71,9 +71,9 @@ void from_json(const nlohmann::json& j, FlowState& s);
 struct FileGraphOptions {
   /// Runs' work directories are work_root / run id (created when a node needs it). Empty:
   /// "trellis-work" in the current directory.
-  std::filesystem::path work_root;
+  std::filesystem::path work_root = {};
   /// The graph's retry policy for transient errors (agent::Graph::retry).
-  std::optional<agent::RetryPolicy> retry;
+  std::optional<agent::RetryPolicy> retry = std::nullopt;
 };
 
 class FileGraph {
