@@ -249,6 +249,7 @@ Place resolve(const Params& params, std::string_view name, const fs::path& work_
   const fs::path root = canonical_work_dir(params.action(), work_dir);
   const fs::path full = (root / relative).lexically_normal();
   if (full == root) params.bad(name, quoted + " names the work directory itself");
+  if (!full.has_filename()) params.bad(name, quoted + " names a directory, not a file");
   std::error_code ec;
   fs::path resolved = fs::weakly_canonical(full, ec);
   if (ec) params.bad(name, quoted + ": " + ec.message());

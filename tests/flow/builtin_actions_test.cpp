@@ -332,6 +332,17 @@ TEST_CASE("write_file: a '..' component is refused and nothing is written") {
   CHECK(fs::is_empty(box.work));
 }
 
+TEST_CASE("write_file: a path naming a directory is refused") {
+  Sandbox box;
+  fs::create_directory(box.work / "dir");
+  for (const char* path : {"dir", "dir/", "dir/.", ".", "new/"}) {
+    CAPTURE(path);
+    CHECK_THROWS_AS(box.call("write_file", {{"path", path}, {"content", "x"}}), fl::action_error);
+  }
+  CHECK(fs::is_empty(box.work / "dir"));
+  CHECK_FALSE(fs::exists(box.work / "new"));
+}
+
 TEST_CASE("write_file: an absolute path is refused and nothing is written") {
   Sandbox box;
   const std::string error =
