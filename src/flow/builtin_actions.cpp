@@ -453,21 +453,30 @@ std::vector<std::string> args_of(const Params& params) {
   return out;
 }
 
+bool executable_file(const fs::path& file) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         ::faccessat(AT_FDCWD, file.c_str(), X_OK, AT_EACCESS) == 0;
+}
+
 // The program to run: `command` itself when it holds a '/' (relative to the work directory),
-// else the first executable regular file of that name in `path`'s directories.
+// else the first executable regular file of that name in `path`'s directories. Checked here,
+// not left to posix_spawn, which may report a failed execve only as exit status 127.
 std::string program_of(const std::string& command, std::string_view path, const fs::path& root) {
-  if (command.find('/') != std::string::npos) return command;
+  if (command.find('/') != std::string::npos) {
+    const fs::path program = root / command;  // `command` itself when absolute
+    if (!executable_file(program)) {
+      fail("exec", "command '" + command + "' is not an executable file");
+    }
+    return program.string();
+  }
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t end = path.find(':', start);
     if (end == std::string_view::npos) end = path.size();
     const fs::path dir(std::string(path.substr(start, end - start)));
     const fs::path candidate = (dir.empty() ? root : root / dir) / command;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::faccessat(AT_FDCWD, candidate.c_str(), X_OK, AT_EACCESS) == 0) {
-      return candidate.string();
-    }
+    if (executable_file(candidate)) return candidate.string();
     start = end + 1;
   }
   fail("exec", "command '" + command + "' is not found in PATH (" + std::string(path) + ")");

@@ -14,9 +14,10 @@
 ///   error: route on it; a command killed by signal N exits 128+N; output beyond 1 MiB per
 ///   stream is cut, with `truncated: true`; bytes that are not UTF-8 become U+FFFD). The call
 ///   returns once the command has exited and its output is closed. A command that cannot start
-///   is action_error; a timeout kills the process group (SIGKILL) and reports `timed_out: true`,
-///   exit_code -1, with the output read until then. The run's stop token kills the group
-///   likewise, and the call throws action_error (the node fails after its stop: not a result).
+///   (not found, not an executable file) is action_error; a timeout kills the process group
+///   (SIGKILL) and reports `timed_out: true`, exit_code -1, with the output read until then. The
+///   run's stop token kills the group likewise, and the call throws action_error (the node fails
+///   after its stop: not a result).
 /// - `read_file` (idempotent): params `{path}`; result `{path, content, size}`. The content is
 ///   text (UTF-8; a file that is not is action_error), at most 16 MiB.
 /// - `write_file` (idempotent: the same params write the same bytes; not so with `append: true`,
