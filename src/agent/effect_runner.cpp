@@ -169,7 +169,8 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
 std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
                                                   std::vector<nlohmann::json> args,
                                                   EffectPolicy policy, const EffectFn& fn,
-                                                  const FanoutOptions& options) {
+                                                  const FanoutOptions& options,
+                                                  std::stop_token cancel) {
   for (nlohmann::json& a : args) admit(name, a);
   std::vector<EffectRecord> recs;
   recs.reserve(args.size());
@@ -187,7 +188,7 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   };
   const auto work = [&] {
     for (std::size_t i = next++; i < n; i = next++) {
-      if (stop.load()) {
+      if (stop.load() || cancel.stop_requested()) {
         out[i].skipped = true;
         continue;
       }

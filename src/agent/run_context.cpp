@@ -22,7 +22,7 @@ std::vector<EffectOutcome> RunContext::run_effects(std::string_view name,
   if (effects_ == nullptr)
     throw graph_error("trellis: effects '" + std::string(name) +
                       "' called outside a run (this RunContext has no store)");
-  return effects_->run_many(name, std::move(args), policy, fn, options);
+  return effects_->run_many(name, std::move(args), policy, fn, options, stop_);
 }
 
 }  // namespace trellis::agent

@@ -26,7 +26,8 @@
 /// outcome; once the failures exceed `max_failures` (0: stop at the first failure; nullopt: no
 /// limit) or the fraction `max_failure_ratio` of all items, items not started yet are skipped
 /// (EffectOutcome::skipped; they get no record). Items in flight finish. The caller decides what
-/// the failures mean (a FileGraph foreach fails its node once a policy is exceeded). An item
+/// the failures mean (a FileGraph foreach fails its node once a policy is exceeded). Items not
+/// started when the run's stop token fires (a cancellation, a lost lease) are skipped too. An item
 /// whose protocol itself breaks (a store failure, an at_most_once effect to reconcile) makes
 /// the whole step fail as for a single effect: the loop does not commit the attempt.
 

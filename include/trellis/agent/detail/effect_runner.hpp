@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -91,10 +92,11 @@ class EffectRunner {
                      const EffectFn& fn, CompensateFn compensate);
 
   /// A fan-out (fanout.hpp): one effect per element of `args`, ordinals reserved in input
-  /// order, run by up to options.concurrency threads (the caller's included).
+  /// order, run by up to options.concurrency threads (the caller's included). Items not
+  /// started when `stop` is requested are skipped.
   std::vector<EffectOutcome> run_many(std::string_view name, std::vector<nlohmann::json> args,
                                       EffectPolicy policy, const EffectFn& fn,
-                                      const FanoutOptions& options);
+                                      const FanoutOptions& options, std::stop_token stop);
 
   /// The keys of the effects of the current attempt, in call order (for its checkpoint).
   std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
