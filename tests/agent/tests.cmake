@@ -24,6 +24,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/store_tests.cmake OPTIONAL)
 # Workers, timers and enqueue.
 include(${CMAKE_CURRENT_LIST_DIR}/worker_tests.cmake)
 
+# Fan-out of effects (issue 16).
+include(${CMAKE_CURRENT_LIST_DIR}/fanout_tests.cmake)
+
 
 # Effects under SIGKILL at every failpoint and at random times, on every persistent store.
 include(${CMAKE_CURRENT_LIST_DIR}/effect_crash_tests.cmake)

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Fan-out of effects (fanout.hpp, issue 16): RunContext::effects runs one effect per item, up
+/// to N at a time, each recorded as soon as it finishes; outcomes in input order; after a crash
+/// or a stop only the unfinished items run again; the failure policy. Labelled concurrency: the
+/// suite runs under ThreadSanitizer.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent_test_support.hpp"
+#include "trellis/agent/graph.hpp"
+#include "trellis/agent/memory_store.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<json> numbered(int n) {
+  std::vector<json> args;
+  for (int i = 0; i < n; ++i) args.push_back({{"i", i}});
+  return args;
+}
+
+/// Calls per item index, from any thread.
+struct Calls {
+  std::mutex m;
+  std::map<int, int> by_item;
+  void add(int i) {
+    std::lock_guard lock(m);
+    ++by_item[i];
+  }
+  int of(int i) {
+    std::lock_guard lock(m);
+    return by_item[i];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fanout: outcomes come back in input order, whatever order the items finish in") {
+  Harness h;
+  std::vector<json> results;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    auto outs = ctx.effects("work", numbered(8), ag::EffectPolicy::idempotent,
+                            [](const ag::EffectCall& c) {
+                              // Later items finish first.
+                              std::this_thread::sleep_for(
+                                  std::chrono::milliseconds(2 * (8 - c.args.at("i").get<int>())));
+                              return c.args.at("i").get<int>() * 10;
+                            },
+                            {.concurrency = 4});
+    for (auto& o : outs) results.push_back(o.ok() ? o.result : json("failed"));
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  CHECK(results == std::vector<json>{0, 10, 20, 30, 40, 50, 60, 70});
+  // Item i is the effect of ordinal i (its key names its index), listed by the checkpoint in
+  // input order.
+  const auto records = h.store.effects("run-1");
+  REQUIRE(records.size() == 8);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 8; ++i)
+    keys.push_back(
+        ag::effect_key("run-1", "fan", 0, static_cast<std::uint32_t>(i), "work", json{{"i", i}}));
+  CHECK(h.latest().effects == keys);
+}
+
+TEST_CASE("fanout: up to `concurrency` items run at the same time") {
+  Harness h;
+  std::mutex m;
+  std::condition_variable cv;
+  int running = 0;
+  int most = 0;
+  bool all_met = false;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effects("meet", numbered(4), ag::EffectPolicy::idempotent,
+                [&](const ag::EffectCall&) {
+                  std::unique_lock lock(m);
+                  ++running;
+                  most = std::max(most, running);
+                  cv.notify_all();
+                  // Each item waits (at most 10 s) until all four run at once.
+                  all_met = all_met || cv.wait_for(lock, std::chrono::seconds(10),
+                                                   [&] { return running == 4; });
+                  return 0;
+                },
+                {.concurrency = 4});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  CHECK(most == 4);
+  CHECK(all_met);
+}
+
+TEST_CASE("fanout: a run stopped during its fan-out runs again only the unfinished items") {
+  Harness h;
+  Calls calls;
+  std::stop_source stop;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    auto outs = ctx.effects("work", numbered(6), ag::EffectPolicy::at_least_once,
+                            [&](const ag::EffectCall& c) {
+                              const int i = c.args.at("i").get<int>();
+                              calls.add(i);
+                              if (i == 2)
+                                stop.request_stop();  // the run is cancelled after item 2's call
+                              return i;
+                            },
+                            {.concurrency = 1});
+    for (const auto& o : outs)
+      if (!o.ok()) throw std::runtime_error("stopped");
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  ag::RunOptions o = h.options();
+  o.stop = stop.get_token();
+  CHECK(h.run("run-1", o).cancelled());
+  CHECK(h.store.effects("run-1").size() == 3);  // items 0-2 have receipts, 3-5 no record
+  REQUIRE(h.resume().succeeded());
+  for (int i = 0; i < 6; ++i) CHECK(calls.of(i) == 1);
+}
+
+TEST_CASE("fanout: a node that reruns replays its items from their receipts") {
+  Harness h;
+  Calls calls;
+  int tries = 0;
+  h.graph.retry({.attempts = 2, .initial_backoff = 1ms});
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    auto outs = ctx.effects("work", numbered(5), ag::EffectPolicy::at_least_once,
+                            [&](const ag::EffectCall& c) {
+                              calls.add(c.args.at("i").get<int>());
+                              return c.args.at("i");
+                            },
+                            {.concurrency = 3});
+    if (++tries == 1) throw ag::transient_error("after the fan-out, before the commit");
+    for (int i = 0; i < 5; ++i) CHECK(outs[static_cast<std::size_t>(i)].result == i);
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  CHECK(tries == 2);
+  for (int i = 0; i < 5; ++i) CHECK(calls.of(i) == 1);
+}
+
+TEST_CASE("fanout: stop at the first failure skips the items not started; they get no record") {
+  Harness h;
+  std::vector<ag::EffectOutcome> outs;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    outs = ctx.effects("work", numbered(5), ag::EffectPolicy::idempotent,
+                       [](const ag::EffectCall& c) -> json {
+                         if (c.args.at("i") == 1) throw std::runtime_error("item 1 broke");
+                         return c.args.at("i");
+                       },
+                       {.concurrency = 1, .max_failures = 0});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  REQUIRE(outs.size() == 5);
+  CHECK(outs[0].ok());
+  CHECK(outs[1].error != nullptr);
+  CHECK_FALSE(outs[1].skipped);
+  for (std::size_t i = 2; i < 5; ++i) CHECK(outs[i].skipped);
+  CHECK(h.store.effects("run-1").size() == 2);
+  CHECK(h.latest().effects.size() == 2);
+}
+
+TEST_CASE("fanout: a tolerated count of failures lets every item run") {
+  Harness h;
+  std::vector<ag::EffectOutcome> outs;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    outs = ctx.effects("work", numbered(6), ag::EffectPolicy::idempotent,
+                       [](const ag::EffectCall& c) -> json {
+                         if (c.args.at("i").get<int>() % 3 == 0)
+                           throw std::runtime_error("every third");
+                         return c.args.at("i");
+                       },
+                       {.concurrency = 2, .max_failures = 2});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  int failed = 0;
+  for (const auto& o : outs) {
+    CHECK_FALSE(o.skipped);
+    failed += o.error ? 1 : 0;
+  }
+  CHECK(failed == 2);
+}
