@@ -8,6 +8,7 @@
 
 #include "trellis/agent/errors.hpp"
 #include "trellis/base/error.hpp"
+#include "trellis/flow/errors.hpp"
 #include "trellis/machine/errors.hpp"
 #include "trellis/persist/errors.hpp"
 #include "trellis/reactive/errors.hpp"
