@@ -7,6 +7,7 @@
 #include <atomic>
 #include <exception>
 #include <map>
+#include <system_error>
 #include <thread>
 
 #include "checkpoint_codec.hpp"
@@ -73,9 +74,11 @@ std::string failure_text(const EffectRecord& r) {
 std::string EffectRunner::now() const { return now_iso8601(clock_); }
 
 void EffectRunner::replayed(const EffectRecord& r) {
-  std::lock_guard lock(mu_);
-  replayed_.push_back(r.key);
-  if (host_.observed()) host_.effect_event(EventKind::effect_replayed, describe(r), false);
+  {
+    std::lock_guard lock(mu_);
+    replayed_.push_back(r.key);
+  }
+  if (host_.observed()) event(EventKind::effect_replayed, describe(r), false);
 }
 
 void EffectRunner::logged(const EffectRecord& r, EffectSource source) {
@@ -122,6 +125,10 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
 }
 
 void EffectRunner::admit(std::string_view name, nlohmann::json& args) {
+  if (fanning_out_.load())
+    throw graph_error("trellis: effect '" + std::string(name) + "' of run '" + run_id_ +
+                      "' called from inside a fan-out's item: an item is one effect, and "
+                      "cannot make effects of its own");
   // The attempt is over: nothing more runs in it.
   rethrow_if_broken();
   if (reconciliation_) throw *reconciliation_;
@@ -156,7 +163,11 @@ EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, E
 }
 
 void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
-  std::lock_guard lock(mu_);
+  if (fanning_out_.load()) {  // logged by the node's thread after the fan-out (run_many)
+    std::lock_guard lock(mu_);
+    queued_.push_back(QueuedEvent{kind, std::move(detail), durable});
+    return;
+  }
   host_.effect_event(kind, std::move(detail), durable);
 }
 
@@ -186,9 +197,14 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
     return options.max_failure_ratio &&
            static_cast<double>(failed) > *options.max_failure_ratio * static_cast<double>(n);
   };
+  // Once the attempt cannot commit (a store failure, an effect to reconcile), no item starts.
+  const auto attempt_over = [&] {
+    std::lock_guard lock(mu_);
+    return broken_ != nullptr || reconciliation_.has_value();
+  };
   const auto work = [&] {
     for (std::size_t i = next++; i < n; i = next++) {
-      if (stop.load() || cancel.stop_requested()) {
+      if (stop.load() || cancel.stop_requested() || attempt_over()) {
         out[i].skipped = true;
         continue;
       }
@@ -204,21 +220,43 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   // A dry step answers from receipts and stubs in the node's thread, one item after another.
   const std::size_t threads =
       dry_ ? 1 : std::min<std::size_t>(n, std::max(1U, options.concurrency));
+  fanning_out_.store(true);
   {
     std::vector<std::jthread> helpers;
-    for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    try {
+      for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      // No more threads: the ones started (and this one) share the items.
+    }
     work();
   }  // joined
+  fanning_out_.store(false);
+  // The events of the items, logged by this (the node's) thread, in the order they happened.
+  for (QueuedEvent& e : std::exchange(queued_, {}))
+    host_.effect_event(e.kind, std::move(e.detail), e.durable);
   // The checkpoint lists the keys of the items that were started, in input order.
   for (std::size_t i = 0; i < n; ++i)
     if (started[i]) keys_.push_back(recs[i].key);
+  // As for a single effect: a broken attempt, an effect to reconcile, or an exception that is
+  // not a std::exception (a crash stand-in) ends the node here.
+  rethrow_if_broken();
+  if (reconciliation_) throw *reconciliation_;
+  for (const EffectOutcome& o : out) {
+    if (!o.error) continue;
+    try {
+      std::rethrow_exception(o.error);
+    } catch (const std::exception&) {
+    }
+  }
   return out;
 }
 
 nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
   if (dry_) return dry_run(std::move(rec));
 
-  if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key)) {
+  std::optional<EffectRecord> stored;
+  infrastructure([&] { stored = store_.effect(run_id_, rec.key); });
+  if (stored) {
     switch (stored->status) {
       case EffectStatus::succeeded:
         replayed(*stored);

@@ -200,3 +200,52 @@ TEST_CASE("fanout: a tolerated count of failures lets every item run") {
   }
   CHECK(failed == 2);
 }
+
+TEST_CASE(
+    "fanout: a crash in the middle (a store that dies) starts no more items; resumed, only the "
+    "unfinished items run again") {
+  Harness h;
+  Calls calls;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effects("work", numbered(4), ag::EffectPolicy::at_least_once,
+                [&](const ag::EffectCall& c) {
+                  calls.add(c.args.at("i").get<int>());
+                  return c.args.at("i");
+                },
+                {.concurrency = 1});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  // Writes: items 0 and 1 (started + receipt each), item 2's started record, then the power
+  // goes at item 2's receipt.
+  CrashingStore dying(h.store, 5);
+  CHECK_THROWS_AS(h.graph.run("run-1", Doc{}, dying, h.options()), PowerCut);
+  CHECK(calls.of(3) == 0);  // nothing started after the crash
+  REQUIRE(h.resume().succeeded());
+  CHECK(calls.of(0) == 1);
+  CHECK(calls.of(1) == 1);
+  CHECK(calls.of(2) == 2);  // cut off during its call: re-issued under its key
+  CHECK(calls.of(3) == 1);
+  for (const auto& r : h.store.effects("run-1")) CHECK(r.issued == (r.ordinal == 2 ? 2U : 1U));
+}
+
+TEST_CASE("fanout: an item cannot make effects of its own (graph_error)") {
+  Harness h;
+  std::vector<ag::EffectOutcome> outs;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    outs = ctx.effects("outer", numbered(1), ag::EffectPolicy::idempotent,
+                       [&](const ag::EffectCall&) {
+                         return ctx.effect("inner", json::object(), ag::EffectPolicy::idempotent,
+                                           [](const ag::EffectCall&) { return 1; });
+                       },
+                       {.concurrency = 1});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  REQUIRE(outs.size() == 1);
+  REQUIRE(outs[0].error != nullptr);
+  // The item's call threw graph_error: its receipt holds it (effect_failed names it).
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(outs[0].error),
+                       doctest::Contains("cannot make effects of its own"), ag::effect_failed);
+}

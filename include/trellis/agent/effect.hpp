@@ -41,7 +41,8 @@
 /// - Keys are unique per run id: reusing a run id after retention deleted the run repeats its
 ///   keys (an external system would deduplicate the new call against the old one).
 /// - Effects of one node are called from the node's thread, one after another (the ordinal is
-///   the call order).
+///   the call order), except a fan-out's items (fanout.hpp: `ctx.effects`), which run on
+///   several threads, their ordinals reserved in input order.
 ///
 /// Compensation: `ctx.effect(name, args, policy, fn, compensate)` also takes a function that
 /// undoes a successful effect. When the run fails after the effect succeeded, the compensation

@@ -20,7 +20,11 @@
 ///
 /// Threads: the calling (node's) thread runs items too; `concurrency - 1` more threads are
 /// started for the fan-out and joined before it returns. `fn` is called from several threads at
-/// once when concurrency > 1: it must be safe to call so (each call gets its own EffectCall).
+/// once when concurrency > 1: it must be safe to call so (each call gets its own EffectCall),
+/// and so must the run's Clock (SystemClock and ManualClock are). An item is one effect: `fn`
+/// cannot call ctx.effect or ctx.effects (graph_error). The items' events (effect_started,
+/// effect_completed, ...) are logged, and given to observers, by the node's thread once the
+/// items are done, in the order they happened.
 ///
 /// Failure policy: an item whose call throws (or whose stored receipt is a failure) is a failed
 /// outcome; once the failures exceed `max_failures` (0: stop at the first failure; nullopt: no
@@ -29,7 +33,8 @@
 /// the failures mean (a FileGraph foreach fails its node once a policy is exceeded). Items not
 /// started when the run's stop token fires (a cancellation, a lost lease) are skipped too. An item
 /// whose protocol itself breaks (a store failure, an at_most_once effect to reconcile) makes
-/// the whole step fail as for a single effect: the loop does not commit the attempt.
+/// the whole step fail as for a single effect: no item starts after it, and the fan-out throws
+/// it once the items in flight are done (the loop does not commit the attempt).
 
 #include <cstddef>
 #include <exception>

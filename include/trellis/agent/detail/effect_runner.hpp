@@ -3,6 +3,7 @@
 /// Internal: the effect protocol of effect.hpp for one run call (keys, records, replay,
 /// policies, compensations). The graph's run loop owns one; RunContext::effect calls it.
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -98,7 +99,8 @@ class EffectRunner {
                                       EffectPolicy policy, const EffectFn& fn,
                                       const FanoutOptions& options, std::stop_token stop);
 
-  /// The keys of the effects of the current attempt, in call order (for its checkpoint).
+  /// The keys of the effects of the current attempt, in call order (a fan-out's items in input
+  /// order, where the fan-out was called), for its checkpoint.
   std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
 
   /// The keys of the effects of the current attempt that were replayed from their receipts
@@ -169,8 +171,17 @@ class EffectRunner {
   std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
   /// Guards what the items of a fan-out share: replayed_, log_, reconciliation_, broken_ and
-  /// the host's events (keys_ and compensations_ are written before the items start).
+  /// queued_ (keys_ is written by the node's thread after the items; prepare() runs before).
   mutable std::mutex mu_;
+  /// While a fan-out's items run: effects cannot nest, and events wait in queued_ so that the
+  /// host (its store log and observers) is called from the node's thread only.
+  std::atomic<bool> fanning_out_{false};
+  struct QueuedEvent {
+    EventKind kind;
+    nlohmann::json detail;
+    bool durable;
+  };
+  std::vector<QueuedEvent> queued_;
 };
 
 }  // namespace trellis::agent::detail
