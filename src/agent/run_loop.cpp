@@ -531,7 +531,7 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
     c.status = RunStatus::Succeeded;
     c.next_node.clear();
     c.reason = halt->reason;  // none, or completed_with_errors (misused_halt)
-    c.detail = halt->detail;
+    if (halt->reason != Reason::none) c.detail = halt->detail;
   } else if (const auto* sleep = std::get_if<Sleep>(&next)) {
     c.status = RunStatus::Waiting;
     c.next_node = sleep->then.empty() ? std::string(node) : sleep->then;

@@ -228,7 +228,12 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
     host.emit(EventKind::step_completed, node, ms, {{"next", go->node}});
   } else if (std::holds_alternative<Halt>(out.next)) {
     host.emit(EventKind::step_completed, node, ms, {{"next", nullptr}});
-    host.emit(EventKind::graph_completed, node, 0.0);
+    if (c.reason == Reason::none)
+      host.emit(EventKind::graph_completed, node, 0.0);
+    else  // completed_with_errors
+      host.emit(
+          EventKind::graph_completed, node, 0.0,
+          {{"reason", std::string(enumeration<Reason>::name(c.reason))}, {"detail", c.detail}});
   } else if (std::holds_alternative<Sleep>(out.next)) {
     host.emit(EventKind::step_completed, node, ms, {{"next", c.next_node}});
     host.emit(EventKind::waiting, c.next_node, 0.0, {{"wake_at", c.wake_at}});

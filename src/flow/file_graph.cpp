@@ -18,6 +18,7 @@
 #include "trellis/flow/capability.hpp"
 #include "trellis/flow/errors.hpp"
 #include "trellis/flow/validate.hpp"
+#include "trellis/persist/errors.hpp"
 
 namespace trellis::flow {
 
@@ -40,7 +41,8 @@ namespace {
 namespace ag = trellis::agent;
 using nlohmann::json;
 
-bool kind_matches(const Type& type, const json& value) {
+/// Whether `value` fits `type`: its kind, a list's elements, an object's known members.
+bool fits(const Type& type, const json& value) {
   switch (type.kind) {
     case TypeKind::any:
       return true;
@@ -53,9 +55,16 @@ bool kind_matches(const Type& type, const json& value) {
     case TypeKind::string:
       return value.is_string();
     case TypeKind::list:
-      return value.is_array();
+      if (!value.is_array()) return false;
+      if (type.element)
+        for (const json& e : value)
+          if (!fits(*type.element, e)) return false;
+      return true;
     case TypeKind::object:
-      return value.is_object();
+      if (!value.is_object()) return false;
+      for (const auto& [name, member] : type.fields)
+        if (auto it = value.find(name); it != value.end() && !fits(member, *it)) return false;
+      return true;
   }
   return false;
 }
@@ -95,6 +104,7 @@ json decision_value(const ag::Resume& r) {
 /// step, an effect to reconcile), never routed as the node's failure.
 bool engine_error(const std::exception& e) {
   return dynamic_cast<const ag::store_error*>(&e) != nullptr ||
+         dynamic_cast<const trellis::persist_error*>(&e) != nullptr ||
          dynamic_cast<const trellis::unwritable_value*>(&e) != nullptr ||
          dynamic_cast<const ag::effect_refused*>(&e) != nullptr ||
          dynamic_cast<const ag::reconciliation_required*>(&e) != nullptr ||
@@ -153,6 +163,7 @@ class FileNode final : public ag::Node<FlowState> {
   ag::NextStep run(FlowState& s, ag::RunContext& ctx) override {
     const EvalContext ec{ag::detail::now_iso8601(ctx.clock())};
     json scope = {{"inputs", s.inputs}, {"state", s.state}};
+    std::vector<json> tolerated;  // a foreach's item failures its policy lets go
     try {
       switch (spec_.kind) {
         case NodeKind::action:
@@ -170,7 +181,7 @@ class FileNode final : public ag::Node<FlowState> {
           return ag::Halt{.reason = ag::Reason::completed_with_errors, .detail = summary(s)};
         }
         case NodeKind::foreach:
-          scope["result"] = fan_out(s, scope, ec, ctx);
+          scope["result"] = fan_out(tolerated, scope, ec, ctx);
           break;
         case NodeKind::subgraph:
           throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
@@ -184,6 +195,7 @@ class FileNode final : public ag::Node<FlowState> {
       scope["state"] = candidate;
       const std::string to = route(scope, ec);
       s.state = std::move(candidate);
+      for (json& e : tolerated) s.errors.push_back(std::move(e));
       return ag::Goto{to};
     } catch (const std::exception& e) {
       if (ctx.stop_requested() || engine_error(e)) throw;
@@ -255,7 +267,8 @@ class FileNode final : public ag::Node<FlowState> {
   /// time, each recorded as soon as it finishes, so a crash re-runs only the items without a
   /// receipt. The results in input order (null for a failed item); the failures a policy
   /// tolerates are recorded in FlowState::errors.
-  json fan_out(FlowState& s, const json& scope, const EvalContext& ec, ag::RunContext& ctx) {
+  json fan_out(std::vector<json>& tolerated, const json& scope, const EvalContext& ec,
+               ag::RunContext& ctx) {
     const ForeachSpec& f = *spec_.foreach;
     const json items = f.over.render(scope, ec);
     if (!items.is_array())
@@ -284,6 +297,14 @@ class FileNode final : public ag::Node<FlowState> {
     std::vector<json> failures;
     std::string first;
     bool skipped = false;
+    const auto record = [&](std::size_t i, const std::exception& e) {
+      if (first.empty()) first = "item " + std::to_string(i) + ": " + e.what();
+      failures.push_back({{"node", spec_.name},
+                          {"item", i},
+                          {"error", e.what()},
+                          {"code", error_code(e)},
+                          {"step", ctx.step()}});
+    };
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (outs[i].ok()) {
         results.push_back(std::move(outs[i].result));
@@ -296,14 +317,13 @@ class FileNode final : public ag::Node<FlowState> {
       }
       try {
         std::rethrow_exception(outs[i].error);
+      } catch (const ag::transient_error& e) {
+        // Retried by the graph's policy while tries remain: the items that finished replay.
+        if (ctx.attempt() + 1 < retry_attempts()) throw;
+        record(i, e);
       } catch (const std::exception& e) {
         if (engine_error(e)) throw;
-        if (first.empty()) first = "item " + std::to_string(i) + ": " + e.what();
-        failures.push_back({{"node", spec_.name},
-                            {"item", i},
-                            {"error", e.what()},
-                            {"code", error_code(e)},
-                            {"step", ctx.step()}});
+        record(i, e);
       }
     }
     const bool over_count = f.max_failures && failures.size() > *f.max_failures;
@@ -314,7 +334,7 @@ class FileNode final : public ag::Node<FlowState> {
       throw action_error("trellis: foreach '" + spec_.name + "': " +
                          std::to_string(failures.size()) + " of " + std::to_string(outs.size()) +
                          " items failed, more than its failure policy allows; " + first);
-    for (json& failure : failures) s.errors.push_back(std::move(failure));
+    tolerated = std::move(failures);
     return results;
   }
 
@@ -415,7 +435,7 @@ FlowState FileGraph::initial(const nlohmann::json& inputs) const {
         problems.push_back({in.at, "input '" + in.name + "' is required and was not given"});
       continue;
     }
-    if (!kind_matches(in.type, *given)) {
+    if (!fits(in.type, *given)) {
       problems.push_back({in.at, "input '" + in.name + "' must be " + to_string(in.type) +
                                      ", not " + std::string(given->type_name())});
       continue;

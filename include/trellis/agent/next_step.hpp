@@ -23,7 +23,8 @@ struct Goto {
 
 /// End the run: it succeeded. `Halt{.reason = Reason::completed_with_errors, .detail = "..."}`
 /// ends it Succeeded with that reason (some of its parts failed and were let go: the detail
-/// says which); any other reason fails the run with Reason::node_error, naming the node.
+/// says which; a detail without a reason is not kept); any other reason fails the run with
+/// Reason::node_error, naming the node.
 struct Halt {
   Reason reason = Reason::none;
   std::string detail = {};

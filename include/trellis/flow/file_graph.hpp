@@ -21,11 +21,16 @@
 /// - gate: assign and route; approval: pause (agent::Interrupt with the rendered request and
 ///   its expiry), then on Approve or Input assign (with `decision`) and route; a Reject fails
 ///   the run (approval_rejected); return: render `output` into FlowState::output and end;
-/// - foreach: one call of its action per element of `over`, each an effect of its own (keyed by
-///   the item's index), so after a crash only the items without a receipt run again; the
-///   results, in input order, are `result` (a list) for the node's assign and edges. Items run
-///   one after another in this release (parallel fan-out on the worker pool is the engine's
-///   next step). Failure policy: max_failures / max_failure_ratio (graph_file.hpp);
+/// - foreach: one call of its action per element of `over`, each an effect of its own
+///   (agent::RunContext::effects, fanout.hpp: keyed by the item's index), up to the node's (or
+///   the graph's) max_concurrency at a time, each recorded as soon as it finishes, so after a
+///   crash only the items without a receipt run again; the results, in input order (null for a
+///   failed item), are `result` (a list) for the node's assign and edges. Every item's params
+///   are rendered and its capability checked before any item runs: one that cannot be is the
+///   node's failure. Failure policy: max_failures / max_failure_ratio (graph_file.hpp); the
+///   failures it tolerates are recorded in FlowState::errors (the run ends
+///   completed_with_errors); an item's transient error retries the node while the retry policy
+///   has tries left (the finished items replay);
 /// - subgraph: not run in this release: a file with one is refused (graph_file_error).
 ///
 /// A node's failure (an action's exception, a capability denied, an expression or template
@@ -33,8 +38,11 @@
 /// the run goes there with `state._last_error` = {node, error, code}; else with the graph's
 /// `on_error: continue`, the error is recorded (FlowState::errors and `state._last_error`) and
 /// the run goes along the node's default edge (the branch without `when`), and the run ends
-/// Succeeded with Reason::completed_with_errors; else the run fails (node_error). A transient
-/// error is retried by the retry policy first (agent::transient_error).
+/// Succeeded with Reason::completed_with_errors (a node without a default edge, such as a
+/// `return`, has nowhere to go on: the run fails); else the run fails (node_error). A
+/// transient error is retried by the retry policy first (agent::transient_error; the policy is
+/// FileGraphOptions::retry). Never routed: the engine's own failures (a store or I/O error, a
+/// cancellation, a lost lease, an effect to reconcile), which stop the step as in any graph.
 
 #include <cstdint>
 #include <filesystem>

@@ -148,7 +148,9 @@ struct GraphFile {
   SourcePos start_at;
   std::vector<InputSpec> inputs;
   nlohmann::json state = nlohmann::json::object();  ///< the initial state (an object)
-  std::optional<std::uint64_t> max_steps;  ///< absent: the number of nodes, if no cycle (validate)
+  /// Absent: 2 x the number of nodes + 1 (each node once, an approval twice: its pause and its
+  /// rerun), allowed only without a cycle (validate).
+  std::optional<std::uint64_t> max_steps;
   unsigned max_concurrency = 4;
   OnError on_error = OnError::fail;
   std::optional<std::vector<std::string>> permissions;  ///< glob patterns (capability.hpp)
