@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The graph-file examples, run with the `trellis` command (issue 16, section 4), by ctest:
+#   graphs_test.sh TRELLIS EXAMPLES_GRAPHS_DIR
+# 1. both files validate;
+# 2. research.yaml fans out over three sources, pauses for an approval, `trellis approve`
+#    records it, `--graph FILE resume` writes the report;
+# 3. the same run killed with SIGKILL during its fan-out (each search waits a moment): resumed,
+#    it runs again only the items without a receipt (every finished item keeps its one call);
+# 4. release.yaml routes its errors: the announcement's command does not exist, the graph goes
+#    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors.
+set -euo pipefail
+
+trellis=$1
+graphs=$2
+dir=$(mktemp -d "${TMPDIR:-/tmp}/graphs_test.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+export TRELLIS_USER=ana
+store=$dir/runs
+work=$dir/work
+
+fail() {
+  {
+    echo "FAIL: $*"
+    for f in "$dir"/*.out; do [[ -s $f ]] && { echo "--- $(basename "$f"):"; cat "$f"; }; done
+  } >&2
+  exit 1
+}
+# x NAME WANT COMMAND...: runs COMMAND, output (both streams) to NAME.out; fails unless it
+# exits with WANT.
+x() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  "$@" >"$dir/$name.out" 2>&1 || rc=$?
+  [[ $rc == "$want" ]] || fail "'$*' exited with $rc, not $want"
+}
+# jq-free JSON reading: python3 is in Debian's base of every CI image we use.
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+research=$graphs/research.yaml
+release=$graphs/release.yaml
+sources="[\"$graphs/sources/checkpoints.txt\", \"$graphs/sources/approvals.txt\", \"$graphs/sources/fanout.txt\"]"
+
+# 1. validate
+x validate 0 "$trellis" validate "$research" "$release"
+
+# 2. a run to its approval, approved, resumed to the report
+x run1 0 "$trellis" run "$research" --store "$store" --work-dir "$work" --run-id r-1 \
+  --input topic=durable --input "sources=$sources"
+x show1 0 "$trellis" --store "$store" runs show r-1 -o json
+[[ $(json "$dir/show1.out" 'd["run"]["status"]') == WaitingApproval ]] || fail "r-1 is not waiting"
+request=$(json "$dir/show1.out" 'd["request"]["id"]')
+x approve1 0 "$trellis" --store "$store" approve r-1 --request "$request" --comment "ship it"
+x resume1 0 "$trellis" --store "$store" --graph "$research" --work-dir "$work" resume r-1
+x show1b 0 "$trellis" --store "$store" runs show r-1 -o json
+[[ $(json "$dir/show1b.out" 'd["run"]["status"]') == Succeeded ]] || fail "r-1 did not succeed"
+grep -q "reviewed by ana" "$work/r-1/report.md" || fail "the report does not name the reviewer"
+# Each item's result is exec's {exit_code, stdout, ...}: 2, 2 and 0 matching lines.
+[[ $(grep -o '"stdout":"[0-9]*' "$work/r-1/report.md" | tr '\n' ' ') == '"stdout":"2 "stdout":"2 "stdout":"0 ' ]] ||
+  fail "the report's counts are not 2, 2, 0"
+
+# 3. killed during the fan-out, resumed: only unfinished items run again
+"$trellis" run "$research" --store "$store" --work-dir "$work" --run-id r-2 \
+  --input topic=durable --input "sources=$sources" --input pause=1 >"$dir/run2.out" 2>&1 &
+pids+=($!)
+finished=0
+for _ in $(seq 1 200); do
+  if "$trellis" --store "$store" runs effects r-2 -o json >"$dir/effects2.out" 2>/dev/null; then
+    finished=$(json "$dir/effects2.out" 'sum(1 for e in d["effects"] if e["status"] == "succeeded")')
+    [[ $finished -ge 1 ]] && break
+  fi
+  sleep 0.1
+done
+[[ $finished -ge 1 ]] || fail "no item of r-2 finished"
+kill -9 "${pids[-1]}"
+wait "${pids[-1]}" 2>/dev/null || true
+before=$(json "$dir/effects2.out" \
+  '" ".join(sorted(e["key"] for e in d["effects"] if e["status"] == "succeeded"))')
+x resume2 0 "$trellis" --store "$store" --graph "$research" --work-dir "$work" resume r-2
+x effects2b 0 "$trellis" --store "$store" runs effects r-2 -o json
+for key in $before; do
+  issued=$(json "$dir/effects2b.out" "[e['issued'] for e in d['effects'] if e['key'] == '$key'][0]")
+  [[ $issued == 1 ]] || fail "item $key, finished before the kill, was called again ($issued calls)"
+done
+[[ $(json "$dir/effects2b.out" 'len(d["effects"])') == 3 ]] || fail "r-2 does not have 3 items"
+[[ $(json "$dir/effects2b.out" 'sum(1 for e in d["effects"] if e["issued"] > 1)') -le 1 ]] ||
+  fail "more than the item in flight was called twice"
+x show2 0 "$trellis" --store "$store" runs show r-2 -o json
+[[ $(json "$dir/show2.out" 'd["run"]["status"]') == WaitingApproval ]] || fail "r-2 did not reach review"
+
+# 4. error routing
+x run3 0 "$trellis" run "$release" --store "$store" --work-dir "$work" --run-id r-3 \
+  --input version=1.4.0
+x show3 0 "$trellis" --store "$store" runs show r-3 -o json
+[[ $(json "$dir/show3.out" 'd["run"]["status"]') == Succeeded ]] || fail "r-3 did not succeed"
+[[ $(json "$dir/show3.out" 'd["run"]["reason"]') == completed_with_errors ]] ||
+  fail "r-3 is not completed_with_errors"
+grep -q "announce" "$dir/show3.out" || fail "r-3's detail does not name the failed node"
+echo "graphs: all good"
