@@ -284,6 +284,7 @@ class Execution final : public EffectHost {
                                               "' that the graph does not have");
       if (auto why = spec_.undeclared_edge(name, *next))
         return fail(Reason::undeclared_edge, std::move(*why));
+      if (auto why = misused_halt(name, *next)) return fail(Reason::node_error, std::move(*why));
       state_ = std::move(work);
       if (std::holds_alternative<Halt>(*next)) change(RunEvent::Succeed);
       if (std::holds_alternative<Interrupt>(*next)) change(RunEvent::Interrupt);
@@ -297,7 +298,12 @@ class Execution final : public EffectHost {
         emit(EventKind::step_completed, name, ms, step_detail(go->node));
       } else if (std::holds_alternative<Halt>(*next)) {
         emit(EventKind::step_completed, name, ms, step_detail(nullptr));
-        emit(EventKind::graph_completed, name, 0.0);
+        if (cp_.reason == Reason::none)
+          emit(EventKind::graph_completed, name, 0.0);
+        else  // completed_with_errors
+          emit(EventKind::graph_completed, name, 0.0,
+               {{"reason", std::string(enumeration<Reason>::name(cp_.reason))},
+                {"detail", cp_.detail}});
         return outcome();
       } else if (std::holds_alternative<Sleep>(*next)) {
         emit(EventKind::step_completed, name, ms, step_detail(cp_.next_node));
@@ -521,9 +527,11 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
   if (const auto* go = std::get_if<Goto>(&next)) {
     c.status = RunStatus::Running;
     c.next_node = go->node;
-  } else if (std::holds_alternative<Halt>(next)) {
+  } else if (const auto* halt = std::get_if<Halt>(&next)) {
     c.status = RunStatus::Succeeded;
     c.next_node.clear();
+    c.reason = halt->reason;  // none, or completed_with_errors (misused_halt)
+    c.detail = halt->detail;
   } else if (const auto* sleep = std::get_if<Sleep>(&next)) {
     c.status = RunStatus::Waiting;
     c.next_node = sleep->then.empty() ? std::string(node) : sleep->then;
@@ -536,6 +544,15 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
     c.interrupt = pause;
   }
   return c;
+}
+
+std::optional<std::string> misused_halt(std::string_view node, const NextStep& next) {
+  const auto* halt = std::get_if<Halt>(&next);
+  if (!halt || halt->reason == Reason::none || halt->reason == Reason::completed_with_errors)
+    return std::nullopt;
+  return "node '" + std::string(node) + "' ended the run with reason '" +
+         std::string(enumeration<Reason>::name(halt->reason)) +
+         "': a Halt ends it succeeded (reason none or completed_with_errors)";
 }
 
 std::string wake_time(const Sleep& sleep, const Clock& clock) {

@@ -184,6 +184,9 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
       } else if (auto why = spec.undeclared_edge(node, out.next)) {
         out.reason = Reason::undeclared_edge;
         out.detail = std::move(*why);
+      } else if (auto bad = misused_halt(node, out.next)) {
+        out.reason = Reason::node_error;
+        out.detail = std::move(*bad);
       }
     }
   }

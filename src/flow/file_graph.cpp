@@ -1,1 +1,404 @@
-// Filled in by the part of issue 16 that owns it (see include/trellis/flow/file_graph.hpp).
+// SPDX-License-Identifier: MIT
+// FileGraph (file_graph.hpp): a graph file's nodes as agent::Node<FlowState>, on the engine.
+
+#include "trellis/flow/file_graph.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trellis/agent/clock.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/graph_shape.hpp"
+#include "trellis/flow/capability.hpp"
+#include "trellis/flow/errors.hpp"
+#include "trellis/flow/validate.hpp"
+
+namespace trellis::flow {
+
+void to_json(nlohmann::json& j, const FlowState& s) {
+  j = nlohmann::json{{"inputs", s.inputs}, {"state", s.state}, {"output", s.output}};
+  if (!s.errors.empty()) j["errors"] = s.errors;
+}
+
+void from_json(const nlohmann::json& j, FlowState& s) {
+  s.inputs = j.value("inputs", nlohmann::json::object());
+  s.state = j.value("state", nlohmann::json::object());
+  s.output = j.value("output", nlohmann::json());
+  s.errors.clear();
+  if (auto it = j.find("errors"); it != j.end())
+    for (const auto& e : *it) s.errors.push_back(e);
+}
+
+namespace {
+
+namespace ag = trellis::agent;
+using nlohmann::json;
+
+bool kind_matches(const Type& type, const json& value) {
+  switch (type.kind) {
+    case TypeKind::any:
+      return true;
+    case TypeKind::null:
+      return value.is_null();
+    case TypeKind::boolean:
+      return value.is_boolean();
+    case TypeKind::number:
+      return value.is_number();
+    case TypeKind::string:
+      return value.is_string();
+    case TypeKind::list:
+      return value.is_array();
+    case TypeKind::object:
+      return value.is_object();
+  }
+  return false;
+}
+
+/// Sets `target` at the dotted path `key` ("report.title"), making the objects on the way.
+void assign_at(json& target, const std::string& key, json value, const SourcePos& at) {
+  json* here = &target;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', from);
+    const std::string part =
+        key.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!here->is_object())
+      throw expression_error(
+          at, "cannot assign '" + key + "': '" + key.substr(0, from - 1) + "' is not an object");
+    if (dot == std::string::npos) {
+      (*here)[part] = std::move(value);
+      return;
+    }
+    json& next = (*here)[part];
+    if (next.is_null()) next = json::object();
+    here = &next;
+    from = dot + 1;
+  }
+}
+
+/// The scope's value of a decision (validate.hpp: {kind, reviewer, comment, input}).
+json decision_value(const ag::Resume& r) {
+  if (const auto* a = std::get_if<ag::Approve>(&r))
+    return {{"kind", "approve"}, {"reviewer", a->reviewer}, {"comment", a->comment}};
+  if (const auto* in = std::get_if<ag::Input>(&r))
+    return {{"kind", "input"}, {"reviewer", in->reviewer}, {"input", in->value}};
+  return {{"kind", "reject"}};  // a Reject fails the run before the node reruns
+}
+
+/// Errors a node must let out: the engine's (infrastructure, a cancellation, a refused dry
+/// step, an effect to reconcile), never routed as the node's failure.
+bool engine_error(const std::exception& e) {
+  return dynamic_cast<const ag::store_error*>(&e) != nullptr ||
+         dynamic_cast<const trellis::unwritable_value*>(&e) != nullptr ||
+         dynamic_cast<const ag::effect_refused*>(&e) != nullptr ||
+         dynamic_cast<const ag::reconciliation_required*>(&e) != nullptr ||
+         dynamic_cast<const ag::run_busy*>(&e) != nullptr;
+}
+
+std::string error_code(const std::exception& e) {
+  if (const auto* t = dynamic_cast<const trellis::error*>(&e)) return std::string(t->id());
+  return "exception";
+}
+
+}  // namespace
+
+struct FileGraph::Impl {
+  GraphFile file;
+  const ActionRegistry* actions = nullptr;
+  FileGraphOptions options;
+  ag::Graph<FlowState> graph;
+
+  std::filesystem::path work_dir(std::string_view run_id) const {
+    const std::filesystem::path root =
+        options.work_root.empty() ? std::filesystem::path("trellis-work") : options.work_root;
+    return root / std::string(run_id);
+  }
+
+  std::map<std::string, std::string> environment() const {
+    std::map<std::string, std::string> env;
+    for (const std::string& name : file.env_requires)
+      if (const char* v = std::getenv(name.c_str())) env.emplace(name, v);
+    return env;
+  }
+};
+
+namespace {
+
+class FileNode final : public ag::Node<FlowState> {
+ public:
+  FileNode(const FileGraph::Impl& g, const NodeSpec& spec) : g_(g), spec_(spec) {}
+
+  std::string_view name() const override { return spec_.name; }
+
+  std::optional<std::vector<std::string>> successors() const override {
+    std::set<std::string> to;
+    for (const Branch& b : spec_.next) to.insert(b.to);
+    if (!spec_.on_error.empty()) to.insert(spec_.on_error);
+    if (spec_.kind == NodeKind::return_) to.insert(std::string(ag::end_node));
+    return std::vector<std::string>(to.begin(), to.end());
+  }
+  bool approval_gate() const override { return spec_.kind == NodeKind::approval; }
+  std::vector<std::string> effect_names() const override {
+    if (spec_.kind == NodeKind::action) return {spec_.action};
+    if (spec_.kind == NodeKind::foreach && spec_.foreach) return {spec_.foreach->action};
+    return {};
+  }
+
+  ag::NextStep run(FlowState& s, ag::RunContext& ctx) override {
+    const EvalContext ec{ag::detail::now_iso8601(ctx.clock())};
+    json scope = {{"inputs", s.inputs}, {"state", s.state}};
+    try {
+      switch (spec_.kind) {
+        case NodeKind::action:
+          scope["result"] = call(spec_.action, spec_.params, scope, ec, ctx);
+          break;
+        case NodeKind::gate:
+          break;
+        case NodeKind::approval:
+          if (!ctx.resume()) return pause(scope, ec, ctx);
+          scope["decision"] = decision_value(*ctx.resume());
+          break;
+        case NodeKind::return_: {
+          s.output = spec_.output.render(scope, ec);
+          if (s.errors.empty()) return ag::Halt{};
+          return ag::Halt{.reason = ag::Reason::completed_with_errors, .detail = summary(s)};
+        }
+        case NodeKind::foreach:
+          scope["result"] = fan_out(s, scope, ec, ctx);
+          break;
+        case NodeKind::subgraph:
+          throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                             "': subgraph nodes do not run in this release");
+      }
+      // The assign reads the state before it (scope["state"]), into a candidate; the edges
+      // read the candidate. Either failing discards the candidate.
+      json candidate = s.state;
+      for (const Assignment& a : spec_.assign)
+        assign_at(candidate, a.key, a.value.render(scope, ec), a.at);
+      scope["state"] = candidate;
+      const std::string to = route(scope, ec);
+      s.state = std::move(candidate);
+      return ag::Goto{to};
+    } catch (const std::exception& e) {
+      if (ctx.stop_requested() || engine_error(e)) throw;
+      if (dynamic_cast<const ag::transient_error*>(&e) != nullptr &&
+          ctx.attempt() + 1 < retry_attempts())
+        throw;  // the retry policy tries again first
+      return on_failure(s, e, ctx, ec);
+    }
+  }
+
+ private:
+  std::uint32_t retry_attempts() const {
+    return g_.options.retry ? g_.options.retry->attempts : ag::RetryPolicy{}.attempts;
+  }
+
+  /// Calls action `name` with `params` rendered against `scope`, as an effect.
+  json call(const std::string& name, const ValueTemplate& params, const json& scope,
+            const EvalContext& ec, ag::RunContext& ctx) const {
+    const Action* action = g_.actions->find(name);
+    if (action == nullptr)
+      throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                         "': no action named '" + name + "' is registered");
+    json args = params.render(scope, ec);
+    if (args.is_null()) args = json::object();
+    const std::string capability = action->capability(args);
+    if (!granted(g_.file.permissions.value_or(std::vector<std::string>{}), capability))
+      throw capability_denied("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                              "': the graph's permissions do not grant capability '" + capability +
+                              "' (action '" + name + "')");
+    return ctx.effect(name, std::move(args), action->policy,
+                      [&](const ag::EffectCall& effect) -> json {
+                        const std::filesystem::path dir = g_.work_dir(effect.run_id);
+                        std::filesystem::create_directories(dir);
+                        const std::map<std::string, std::string> env = g_.environment();
+                        const ActionCall c{effect, effect.args, dir, env, ctx.stop_token()};
+                        return action->fn(c);
+                      });
+  }
+
+  ag::NextStep pause(const json& scope, const EvalContext& ec, ag::RunContext& ctx) const {
+    const ApprovalSpec& a = *spec_.approval;
+    ag::ApprovalRequest request;
+    request.action = text_of(a.request.render(scope, ec));
+    request.proposed_input = a.proposed_input.render(scope, ec);
+    if (a.risk_reason) request.risk_reason = text_of(a.risk_reason->render(scope, ec));
+    if (a.expires_in) request.expires_at = ctx.clock().now() + *a.expires_in;
+    return ag::Interrupt{"approval: " + spec_.name, std::move(request)};
+  }
+
+  static std::string text_of(const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  }
+
+  /// One effect per item (keyed by its index: the items are the node's only effects, called
+  /// in order, so item i is the effect of ordinal i): a crash re-runs only items without a
+  /// receipt. The results in input order (null for a failed item).
+  json fan_out(FlowState& s, const json& scope, const EvalContext& ec, ag::RunContext& ctx) {
+    const ForeachSpec& f = *spec_.foreach;
+    const json items = f.over.render(scope, ec);
+    if (!items.is_array())
+      throw expression_error(f.over.where(), "foreach '" + spec_.name +
+                                                 "': `over` is not a list but " +
+                                                 std::string(items.type_name()));
+    json results = json::array();
+    std::vector<json> failures;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (ctx.stop_requested())
+        throw action_error("trellis: foreach '" + spec_.name + "' stopped (cancelled)");
+      json item_scope = scope;
+      item_scope[f.as] = items[i];
+      item_scope["index"] = i;
+      try {
+        results.push_back(call(f.action, f.params, item_scope, ec, ctx));
+      } catch (const std::exception& e) {
+        if (ctx.stop_requested() || engine_error(e)) throw;
+        results.push_back(nullptr);
+        failures.push_back({{"node", spec_.name},
+                            {"item", i},
+                            {"error", e.what()},
+                            {"code", error_code(e)},
+                            {"step", ctx.step()}});
+        const bool over_count = f.max_failures && failures.size() > *f.max_failures;
+        const bool over_ratio =
+            f.max_failure_ratio && static_cast<double>(failures.size()) >
+                                       *f.max_failure_ratio * static_cast<double>(items.size());
+        if (over_count || over_ratio)
+          throw action_error("trellis: foreach '" + spec_.name +
+                             "': " + std::to_string(failures.size()) + " of " +
+                             std::to_string(items.size()) + " items failed; item " +
+                             std::to_string(i) + ": " + e.what());
+      }
+    }
+    for (json& failure : failures) s.errors.push_back(std::move(failure));
+    return results;
+  }
+
+  std::string route(const json& scope, const EvalContext& ec) const {
+    for (const Branch& b : spec_.next)
+      if (!b.when || b.when->test(scope, ec)) return b.to;
+    throw expression_error(spec_.at, "node '" + spec_.name + "': no edge's condition holds");
+  }
+
+  ag::NextStep on_failure(FlowState& s, const std::exception& e, ag::RunContext& ctx,
+                          const EvalContext&) {
+    const json last = {{"node", spec_.name}, {"error", e.what()}, {"code", error_code(e)}};
+    if (!spec_.on_error.empty()) {
+      s.state["_last_error"] = last;
+      return ag::Goto{spec_.on_error};
+    }
+    if (g_.file.on_error == OnError::continue_) {
+      for (const Branch& b : spec_.next) {
+        if (b.when) continue;
+        json suppressed = last;
+        suppressed["step"] = ctx.step();
+        s.errors.push_back(std::move(suppressed));
+        s.state["_last_error"] = last;
+        return ag::Goto{b.to};
+      }
+    }
+    throw;  // fails the run (node_error), with the node's message
+  }
+
+  static std::string summary(const FlowState& s) {
+    std::string text = std::to_string(s.errors.size()) + " error(s) let go: ";
+    for (std::size_t i = 0; i < s.errors.size() && i < 3; ++i) {
+      const json& e = s.errors[i];
+      text += (i > 0 ? "; " : "") + std::string("node '") + e.value("node", "") +
+              "': " + e.value("error", "");
+    }
+    if (s.errors.size() > 3) text += "; ...";
+    return text;
+  }
+
+  const FileGraph::Impl& g_;
+  const NodeSpec& spec_;
+};
+
+}  // namespace
+
+FileGraph::FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  check(file, actions);
+  for (const NodeSpec& n : file.nodes)
+    if (n.kind == NodeKind::subgraph)
+      throw graph_file_error({Problem{n.at, "node '" + n.name +
+                                                "': subgraph nodes do not run in this release "
+                                                "(they load and validate)"}});
+  impl_->file = std::move(file);
+  impl_->actions = &actions;
+  impl_->options = std::move(options);
+  const GraphFile& f = impl_->file;
+  ag::Graph<FlowState>& g = impl_->graph;
+  for (const NodeSpec& n : f.nodes) g.add(std::make_unique<FileNode>(*impl_, n));
+  g.entry(f.start).version(f.version);
+  // Without max_steps the graph has no cycle (validate): each node runs at most once, an
+  // approval twice (its pause and its rerun).
+  g.max_steps(f.max_steps ? *f.max_steps : 2 * f.nodes.size() + 1);
+  if (impl_->options.retry) g.retry(*impl_->options.retry);
+}
+
+FileGraph FileGraph::load(const std::filesystem::path& path, const ActionRegistry& actions,
+                          FileGraphOptions options) {
+  return FileGraph(load_graph_file(path), actions, std::move(options));
+}
+
+FileGraph::FileGraph(FileGraph&&) noexcept = default;
+FileGraph& FileGraph::operator=(FileGraph&&) noexcept = default;
+FileGraph::~FileGraph() = default;
+
+const GraphFile& FileGraph::file() const noexcept { return impl_->file; }
+agent::Graph<FlowState>& FileGraph::graph() noexcept { return impl_->graph; }
+
+FlowState FileGraph::initial(const nlohmann::json& inputs) const {
+  const GraphFile& f = impl_->file;
+  std::vector<Problem> problems;
+  FlowState s;
+  s.state = f.state;
+  if (!inputs.is_object() && !inputs.is_null()) {
+    problems.push_back({SourcePos{f.path, 0, 0},
+                        "the inputs are not an object but " + std::string(inputs.type_name())});
+    throw graph_file_error(std::move(problems));
+  }
+  for (const InputSpec& in : f.inputs) {
+    const json* given = nullptr;
+    if (inputs.is_object())
+      if (auto it = inputs.find(in.name); it != inputs.end()) given = &*it;
+    if (given == nullptr) {
+      if (in.default_value)
+        s.inputs[in.name] = *in.default_value;
+      else if (in.required)
+        problems.push_back({in.at, "input '" + in.name + "' is required and was not given"});
+      continue;
+    }
+    if (!kind_matches(in.type, *given)) {
+      problems.push_back({in.at, "input '" + in.name + "' must be " + to_string(in.type) +
+                                     ", not " + std::string(given->type_name())});
+      continue;
+    }
+    s.inputs[in.name] = *given;
+  }
+  if (inputs.is_object())
+    for (const auto& [name, value] : inputs.items()) {
+      bool declared = false;
+      for (const InputSpec& in : f.inputs) declared = declared || in.name == name;
+      if (!declared)
+        problems.push_back({SourcePos{f.path, 0, 0},
+                            "input '" + name + "' is not declared in the graph's `inputs`"});
+    }
+  if (!problems.empty()) throw graph_file_error(std::move(problems));
+  return s;
+}
+
+agent::Outcome<FlowState> FileGraph::run(const std::string& run_id, const nlohmann::json& inputs,
+                                         agent::Store& store, agent::RunOptions options) {
+  return impl_->graph.run(run_id, initial(inputs), store, std::move(options));
+}
+
+}  // namespace trellis::flow

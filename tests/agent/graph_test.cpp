@@ -122,6 +122,35 @@ TEST_CASE("agent: an unknown Goto name fails the run with unknown_node, not a ha
   CHECK(h.latest().reason == Reason::unknown_node);
 }
 
+TEST_CASE(
+    "agent: a Halt with completed_with_errors ends the run Succeeded with that reason, stored") {
+  Harness h;
+  h.node("a", [](Doc&, ag::RunContext&) -> ag::NextStep {
+    return ag::Halt{.reason = Reason::completed_with_errors, .detail = "2 items failed"};
+  });
+  h.graph.entry("a");
+  const auto out = h.run();
+  CHECK(out.succeeded());
+  CHECK(out.reason == Reason::completed_with_errors);
+  CHECK(out.detail == "2 items failed");
+  CHECK(h.latest().status == RunStatus::Succeeded);
+  CHECK(h.latest().reason == Reason::completed_with_errors);
+  CHECK(h.latest().detail == "2 items failed");
+}
+
+TEST_CASE("agent: a Halt with a failure's reason fails the run with node_error, naming the node") {
+  Harness h;
+  h.node("a", [](Doc&, ag::RunContext&) -> ag::NextStep {
+    return ag::Halt{.reason = Reason::approval_rejected};
+  });
+  h.graph.entry("a");
+  const auto out = h.run();
+  CHECK(out.failed());
+  CHECK(out.reason == Reason::node_error);
+  CHECK(out.detail.find("'a'") != std::string::npos);
+  CHECK(out.detail.find("approval_rejected") != std::string::npos);
+}
+
 TEST_CASE("agent: max_steps bounds a draft <-> review loop") {
   Harness h;
   h.node("draft", to("review")).node("review", to("draft"));

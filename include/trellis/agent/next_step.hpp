@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/reason.hpp"
+
 namespace trellis::agent {
 
 /// Continue at the named node.
@@ -19,8 +21,15 @@ struct Goto {
   std::string node;
 };
 
-/// End the run: it succeeded.
-struct Halt {};
+/// End the run: it succeeded. `Halt{.reason = Reason::completed_with_errors, .detail = "..."}`
+/// ends it Succeeded with that reason (some of its parts failed and were let go: the detail
+/// says which); any other reason fails the run with Reason::node_error, naming the node.
+struct Halt {
+  Reason reason = Reason::none;
+  std::string detail = {};
+
+  friend bool operator==(const Halt&, const Halt&) = default;
+};
 
 /// A request for a human decision, stored with the paused run.
 struct ApprovalRequest {

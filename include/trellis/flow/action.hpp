@@ -61,7 +61,7 @@ struct ActionOptions {
   /// A JSON Schema of its params (checked by the validator when the params are literal; null:
   /// any).
   nlohmann::json params_schema = nullptr;
-  std::string description;
+  std::string description = {};
   /// The canonical capability name of one call (capability.hpp), from its interpolated params;
   /// empty: the action's name. `exec` gives "exec:<command>".
   std::function<std::string(const nlohmann::json& params)> capability = {};

@@ -71,9 +71,9 @@ void from_json(const nlohmann::json& j, FlowState& s);
 struct FileGraphOptions {
   /// Runs' work directories are work_root / run id (created when a node needs it). Empty:
   /// "trellis-work" in the current directory.
-  std::filesystem::path work_root;
+  std::filesystem::path work_root = {};
   /// The graph's retry policy for transient errors (agent::Graph::retry).
-  std::optional<agent::RetryPolicy> retry;
+  std::optional<agent::RetryPolicy> retry = std::nullopt;
 };
 
 class FileGraph {
@@ -104,8 +104,9 @@ class FileGraph {
   agent::Outcome<FlowState> run(const std::string& run_id, const nlohmann::json& inputs,
                                 agent::Store& store, agent::RunOptions options = {});
 
+  struct Impl;  ///< src/flow/file_graph.cpp
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

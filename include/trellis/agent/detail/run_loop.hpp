@@ -151,6 +151,10 @@ std::string wake_time(const Sleep& sleep, const Clock& clock);
 std::unique_ptr<StateBox> decode_state(const GraphSpec& spec, const StateInterface& typed,
                                        const Checkpoint& cp);
 
+/// Why `next`, returned by node `node`, cannot end a run (a Halt with a reason other than none
+/// or completed_with_errors), or nullopt. The run then fails with Reason::node_error.
+std::optional<std::string> misused_halt(std::string_view node, const NextStep& next);
+
 /// The checkpoint that commits a step's result after `cp` (seq, created_at and effects are
 /// the commit's): `next` (Goto: Running at its node; Halt: Succeeded; Interrupt:
 /// WaitingApproval, at `then` or again at `node`; Sleep: Waiting, at `then` or again at
