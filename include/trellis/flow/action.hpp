@@ -85,7 +85,7 @@ class ActionRegistry {
   static ActionRegistry with_builtins();
 
   /// Adds action `name` (letters, digits, `_`, `-`, `.`; not empty): invalid_option when the
-  /// name is malformed or taken.
+  /// name is malformed or taken, or `fn` is empty.
   ActionRegistry& add(std::string name, ActionFn fn, agent::EffectPolicy policy,
                       ActionOptions options = {});
 
