@@ -202,11 +202,12 @@ struct FileDiagnostic {
 std::string diagnostic_line(const FileDiagnostic& d);
 nlohmann::json diagnostic_json(const FileDiagnostic& d);
 
-/// A graph file that does not load or validate (exit 1): every error found, printed one per
-/// line on stderr as validate prints them.
+/// A graph file that does not load or validate (exit 1), or inputs that do not fit it (exit 2,
+/// usage): every error found, printed one per line on stderr as validate prints them.
 struct invalid_graph : std::runtime_error {
-  explicit invalid_graph(std::vector<FileDiagnostic> d);
+  explicit invalid_graph(std::vector<FileDiagnostic> d, int exit = 1);
   std::vector<FileDiagnostic> diagnostics;
+  int exit;
 };
 /// The diagnostics of `e` when it is about a graph file (invalid_graph, flow::graph_file_error).
 std::optional<std::vector<FileDiagnostic>> diagnostics_of(const std::exception& e);
@@ -216,9 +217,11 @@ bool is_graph_file(const std::string& arg);
 /// Loads graph file `path` with the built-in actions (load_graph_file, validate, FileGraph with
 /// work_root `work_dir`, or "trellis-work" when empty); invalid_graph listing its errors.
 std::shared_ptr<LoadedGraph> load_graph(const std::string& path, const std::string& work_dir);
-/// The inputs of a run: the object `--inputs JSON`, then each `--input k=v` (v as JSON when it
-/// parses, else the string); usage_failure when malformed.
-nlohmann::json parse_inputs(const std::vector<std::string>& pairs, const std::string& json);
+/// The inputs of a run of `g`: the object `--inputs JSON`, then each `--input k=v` (v the text
+/// itself for an input declared `type: string`, else v as JSON when it parses, else the text);
+/// usage_failure when malformed.
+nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>& pairs,
+                            const std::string& json);
 
 int validate_files(Session& s, const std::vector<std::string>& files);
 int draw_file(Session& s, const std::string& file, const std::string& format,

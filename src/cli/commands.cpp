@@ -17,6 +17,7 @@ using namespace detail;
 
 /// The exit code of a failure (docs/cli.md, "Exit codes").
 int exit_code(const std::exception& e) {
+  if (const auto* g = dynamic_cast<const invalid_graph*>(&e)) return g->exit;
   if (dynamic_cast<const usage_failure*>(&e) || dynamic_cast<const invalid_run_id*>(&e) ||
       dynamic_cast<const invalid_option*>(&e))
     return 2;

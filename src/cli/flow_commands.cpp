@@ -81,15 +81,6 @@ namespace {
 
 FileGraphRunner::FileGraphRunner(LoadedGraph& g) : g_(g), typed_(g.fg->graph()) {}
 
-nlohmann::json FileGraphRunner::initial() const {
-  try {
-    return nlohmann::json(g_.fg->initial(g_.inputs));
-  } catch (const flow::graph_file_error& e) {
-    throw usage_failure("trellis: the inputs given do not fit graph file '" + g_.path +
-                        "': " + e.what());
-  }
-}
-
 FileDiagnostic from_problem(const flow::Problem& p, const std::string& file, std::string code) {
   return FileDiagnostic{p.at.file.empty() ? file : p.at.file,
                         p.at.line,
@@ -105,6 +96,14 @@ std::vector<FileDiagnostic> from_error(const flow::graph_file_error& e, const st
   for (const flow::Problem& p : e.problems()) out.push_back(from_problem(p, file, code));
   if (out.empty()) out.push_back(FileDiagnostic{file, 0, 0, true, e.what(), code});
   return out;
+}
+
+nlohmann::json FileGraphRunner::initial() const {
+  try {
+    return nlohmann::json(g_.fg->initial(g_.inputs));
+  } catch (const flow::graph_file_error& e) {
+    throw invalid_graph(from_error(e, g_.path, "input"), 2);
+  }
 }
 
 FileDiagnostic from_diagnostic(const flow::Diagnostic& d, const std::string& file) {
@@ -194,10 +193,11 @@ nlohmann::json diagnostic_json(const FileDiagnostic& d) {
           {"message", d.message}, {"code", d.code}};
 }
 
-invalid_graph::invalid_graph(std::vector<FileDiagnostic> d)
+invalid_graph::invalid_graph(std::vector<FileDiagnostic> d, int exit)
     : std::runtime_error(d.empty() ? std::string("trellis: invalid graph file")
                                    : diagnostic_line(d.front())),
-      diagnostics(std::move(d)) {}
+      diagnostics(std::move(d)),
+      exit(exit) {}
 
 std::optional<std::vector<FileDiagnostic>> diagnostics_of(const std::exception& e) {
   if (const auto* g = dynamic_cast<const invalid_graph*>(&e)) return g->diagnostics;
@@ -244,7 +244,8 @@ void Session::use_graph_file(std::shared_ptr<LoadedGraph> g) {
   file_ = std::move(g);
 }
 
-nlohmann::json parse_inputs(const std::vector<std::string>& pairs, const std::string& json) {
+nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>& pairs,
+                            const std::string& json) {
   nlohmann::json inputs = nlohmann::json::object();
   if (!json.empty()) {
     inputs = parse_json_option(json, "--inputs");
@@ -255,10 +256,13 @@ nlohmann::json parse_inputs(const std::vector<std::string>& pairs, const std::st
     const std::size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0)
       throw usage_failure("trellis: --input '" + pair + "' is not NAME=VALUE");
-    const std::string value = pair.substr(eq + 1);
-    nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
-    if (v.is_discarded()) v = value;  // not JSON: the text itself
-    inputs[pair.substr(0, eq)] = std::move(v);
+    const std::string name = pair.substr(0, eq), value = pair.substr(eq + 1);
+    bool text = false;  // an input declared a string takes the text as it is (version=2)
+    for (const flow::InputSpec& in : g.fg->file().inputs)
+      if (in.name == name) text = in.type.kind == flow::TypeKind::string;
+    nlohmann::json v = text ? nlohmann::json() : nlohmann::json::parse(value, nullptr, false);
+    if (text || v.is_discarded()) v = value;  // not JSON: the text itself
+    inputs[name] = std::move(v);
   }
   return inputs;
 }
@@ -337,7 +341,7 @@ int run_command(Session& s, const RunArgs& a) {
       throw usage_failure(
           "trellis: run: a run of a graph file starts from its inputs: give --input NAME=VALUE "
           "or --inputs JSON, not --state");
-    file->inputs = parse_inputs(a.inputs, a.inputs_json);
+    file->inputs = parse_inputs(*file, a.inputs, a.inputs_json);
     if (run.empty()) run = new_run_id(file->fg->file());
     check_run_id(run);
     (void)file->runner->initial();  // the inputs, checked before the store is created
@@ -369,7 +373,7 @@ int step_command(Session& s, const StepArgs& a) {
     if (a.work_dir.empty()) scratch.emplace();
     const std::shared_ptr<LoadedGraph> g =
         load_graph(a.target, scratch ? scratch->path.string() : a.work_dir);
-    g->inputs = parse_inputs(a.inputs, "");
+    g->inputs = parse_inputs(*g, a.inputs, "");
     nlohmann::json start = g->runner->initial();
     if (!a.state.empty()) {
       nlohmann::json given = parse_json_option(a.state, "--state");
@@ -411,7 +415,7 @@ int enqueue_command(Session& s, const EnqueueArgs& a, const std::vector<std::str
       throw usage_failure(
           "trellis: enqueue: a run of a graph file starts from its inputs: give --input "
           "NAME=VALUE or --inputs JSON, not --state");
-    file->inputs = parse_inputs(inputs, inputs_json);
+    file->inputs = parse_inputs(*file, inputs, inputs_json);
     (void)file->runner->initial();
   } else {
     refuse_inputs_without_file(inputs, inputs_json, "enqueue");
