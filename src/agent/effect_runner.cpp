@@ -3,8 +3,11 @@
 
 #include "trellis/agent/detail/effect_runner.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <map>
+#include <thread>
 
 #include "checkpoint_codec.hpp"
 #include "trellis/agent/errors.hpp"
@@ -70,12 +73,14 @@ std::string failure_text(const EffectRecord& r) {
 std::string EffectRunner::now() const { return now_iso8601(clock_); }
 
 void EffectRunner::replayed(const EffectRecord& r) {
+  std::lock_guard lock(mu_);
   replayed_.push_back(r.key);
   if (host_.observed()) host_.effect_event(EventKind::effect_replayed, describe(r), false);
 }
 
 void EffectRunner::logged(const EffectRecord& r, EffectSource source) {
   if (!keep_log_) return;
+  std::lock_guard lock(mu_);
   log_.push_back(StepEffect{r.name, r.key, r.args, source, r.status, r.result, r.error});
 }
 
@@ -116,8 +121,7 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   refused_.reset();
 }
 
-nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
-                                 const EffectFn& fn, CompensateFn compensate) {
+void EffectRunner::admit(std::string_view name, nlohmann::json& args) {
   // The attempt is over: nothing more runs in it.
   rethrow_if_broken();
   if (reconciliation_) throw *reconciliation_;
@@ -130,6 +134,10 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     throw graph_error("trellis: effect '" + std::string(name) + "' of run '" + run_id_ +
                       "' has arguments that cannot be stored: " + e.member() + " " + e.reason());
   }
+}
+
+EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                                   CompensateFn compensate, bool listed) {
   const std::uint32_t ordinal = next_ordinal_++;
   EffectRecord rec;
   rec.run_id = run_id_;
@@ -142,8 +150,72 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   rec.step = step_;
   rec.ordinal = ordinal;
   rec.compensable = static_cast<bool>(compensate) || host_.declared_compensation(name) != nullptr;
-  keys_.push_back(rec.key);
+  if (listed) keys_.push_back(rec.key);
   if (compensate) compensations_.insert_or_assign(rec.key, std::move(compensate));
+  return rec;
+}
+
+void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
+  std::lock_guard lock(mu_);
+  host_.effect_event(kind, std::move(detail), durable);
+}
+
+nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                                 const EffectFn& fn, CompensateFn compensate) {
+  admit(name, args);
+  return execute(prepare(name, std::move(args), policy, std::move(compensate), true), fn);
+}
+
+std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
+                                                  std::vector<nlohmann::json> args,
+                                                  EffectPolicy policy, const EffectFn& fn,
+                                                  const FanoutOptions& options,
+                                                  std::stop_token cancel) {
+  for (nlohmann::json& a : args) admit(name, a);
+  std::vector<EffectRecord> recs;
+  recs.reserve(args.size());
+  for (nlohmann::json& a : args) recs.push_back(prepare(name, std::move(a), policy, {}, false));
+  const std::size_t n = recs.size();
+  std::vector<EffectOutcome> out(n);
+  std::vector<char> started(n, 0);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> failures{0};
+  std::atomic<bool> stop{false};
+  const auto exceeded = [&](std::size_t failed) {
+    if (options.max_failures && failed > *options.max_failures) return true;
+    return options.max_failure_ratio &&
+           static_cast<double>(failed) > *options.max_failure_ratio * static_cast<double>(n);
+  };
+  const auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      if (stop.load() || cancel.stop_requested()) {
+        out[i].skipped = true;
+        continue;
+      }
+      started[i] = 1;
+      try {
+        out[i].result = execute(recs[i], fn);
+      } catch (...) {
+        out[i].error = std::current_exception();
+        if (exceeded(++failures)) stop.store(true);
+      }
+    }
+  };
+  // A dry step answers from receipts and stubs in the node's thread, one item after another.
+  const std::size_t threads =
+      dry_ ? 1 : std::min<std::size_t>(n, std::max(1U, options.concurrency));
+  {
+    std::vector<std::jthread> helpers;
+    for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    work();
+  }  // joined
+  // The checkpoint lists the keys of the items that were started, in input order.
+  for (std::size_t i = 0; i < n; ++i)
+    if (started[i]) keys_.push_back(recs[i].key);
+  return out;
+}
+
+nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
   if (dry_) return dry_run(std::move(rec));
 
   if (std::optional<EffectRecord> stored = store_.effect(run_id_, rec.key)) {
@@ -161,15 +233,20 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
         rec.reconciliation = stored->reconciliation;  // "it did not happen": kept for the audit
         break;
       case EffectStatus::started:  // a crash cut the call off: it may or may not have happened
-        if (stored->policy == EffectPolicy::at_most_once || policy == EffectPolicy::at_most_once) {
-          reconciliation_.emplace(
+        if (stored->policy == EffectPolicy::at_most_once ||
+            rec.policy == EffectPolicy::at_most_once) {
+          reconciliation_required why(
               stored->key, "trellis: effect '" + stored->name + "' (key " + stored->key +
                                ", arguments " + stored->args.dump() + ") of run '" + run_id_ +
                                "' was started and has no receipt: it may have happened, and "
                                "at_most_once never re-runs it; reconcile it with the external "
                                "system");
-          host_.effect_event(EventKind::effect_reconciliation_required, describe(*stored), true);
-          throw *reconciliation_;
+          {
+            std::lock_guard lock(mu_);
+            if (!reconciliation_) reconciliation_.emplace(why);
+          }
+          event(EventKind::effect_reconciliation_required, describe(*stored), true);
+          throw why;
         }
         rec.issued = stored->issued + 1;
         break;
@@ -182,7 +259,7 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_started", run_id_);
   });
-  host_.effect_event(EventKind::effect_started, describe(rec), true);
+  event(EventKind::effect_started, describe(rec), true);
 
   const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                         rec.step, rec.ordinal, rec.issued, {}};
@@ -198,15 +275,15 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
     case EffectStatus::succeeded:
-      host_.effect_event(EventKind::effect_completed, std::move(detail), true);
+      event(EventKind::effect_completed, std::move(detail), true);
       return std::move(rec.result);
     case EffectStatus::transient:
       detail["error"] = rec.error;
-      host_.effect_event(EventKind::effect_failed, std::move(detail), true);
+      event(EventKind::effect_failed, std::move(detail), true);
       throw transient_error(failure_text(rec) + " (transient: retried with the same key)");
     default:
       detail["error"] = rec.error;
-      host_.effect_event(EventKind::effect_failed, std::move(detail), true);
+      event(EventKind::effect_failed, std::move(detail), true);
       throw effect_failed(rec.key, failure_text(rec));
   }
 }

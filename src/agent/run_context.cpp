@@ -15,4 +15,14 @@ nlohmann::json RunContext::run_effect(std::string_view name, nlohmann::json args
   return effects_->run(name, std::move(args), policy, fn, std::move(compensate));
 }
 
+std::vector<EffectOutcome> RunContext::run_effects(std::string_view name,
+                                                   std::vector<nlohmann::json> args,
+                                                   EffectPolicy policy, EffectFn fn,
+                                                   const FanoutOptions& options) {
+  if (effects_ == nullptr)
+    throw graph_error("trellis: effects '" + std::string(name) +
+                      "' called outside a run (this RunContext has no store)");
+  return effects_->run_many(name, std::move(args), policy, fn, options, stop_);
+}
+
 }  // namespace trellis::agent

@@ -202,25 +202,9 @@ class FileNode final : public ag::Node<FlowState> {
   /// Calls action `name` with `params` rendered against `scope`, as an effect.
   json call(const std::string& name, const ValueTemplate& params, const json& scope,
             const EvalContext& ec, ag::RunContext& ctx) const {
-    const Action* action = g_.actions->find(name);
-    if (action == nullptr)
-      throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
-                         "': no action named '" + name + "' is registered");
-    json args = params.render(scope, ec);
-    if (args.is_null()) args = json::object();
-    const std::string capability = action->capability(args);
-    if (!granted(g_.file.permissions.value_or(std::vector<std::string>{}), capability))
-      throw capability_denied("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
-                              "': the graph's permissions do not grant capability '" + capability +
-                              "' (action '" + name + "')");
-    return ctx.effect(name, std::move(args), action->policy,
-                      [&](const ag::EffectCall& effect) -> json {
-                        const std::filesystem::path dir = g_.work_dir(effect.run_id);
-                        std::filesystem::create_directories(dir);
-                        const std::map<std::string, std::string> env = g_.environment();
-                        const ActionCall c{effect, effect.args, dir, env, ctx.stop_token()};
-                        return action->fn(c);
-                      });
+    json args;
+    const Action& action = resolve(name, params, scope, ec, args);
+    return ctx.effect(name, std::move(args), action.policy, effect_fn(action, ctx));
   }
 
   ag::NextStep pause(const json& scope, const EvalContext& ec, ag::RunContext& ctx) const {
@@ -237,9 +221,40 @@ class FileNode final : public ag::Node<FlowState> {
     return v.is_string() ? v.get<std::string>() : v.dump();
   }
 
-  /// One effect per item (keyed by its index: the items are the node's only effects, called
-  /// in order, so item i is the effect of ordinal i): a crash re-runs only items without a
-  /// receipt. The results in input order (null for a failed item).
+  /// The action of node `spec_` (or its foreach), and the params rendered against `scope`,
+  /// with the capability checked.
+  const Action& resolve(const std::string& name, const ValueTemplate& params, const json& scope,
+                        const EvalContext& ec, json& args) const {
+    const Action* action = g_.actions->find(name);
+    if (action == nullptr)
+      throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                         "': no action named '" + name + "' is registered");
+    args = params.render(scope, ec);
+    if (args.is_null()) args = json::object();
+    const std::string capability = action->capability(args);
+    if (!granted(g_.file.permissions.value_or(std::vector<std::string>{}), capability))
+      throw capability_denied("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                              "': the graph's permissions do not grant capability '" + capability +
+                              "' (action '" + name + "')");
+    return *action;
+  }
+
+  /// The action's function as an effect's: in the run's work directory, with the environment
+  /// `env_requires` names.
+  ag::EffectFn effect_fn(const Action& action, const ag::RunContext& ctx) const {
+    return [this, &action, stop = ctx.stop_token()](const ag::EffectCall& effect) -> json {
+      const std::filesystem::path dir = g_.work_dir(effect.run_id);
+      std::filesystem::create_directories(dir);
+      const std::map<std::string, std::string> env = g_.environment();
+      const ActionCall c{effect, effect.args, dir, env, stop};
+      return action.fn(c);
+    };
+  }
+
+  /// One effect per item (ctx.effects: item i keyed by its index), up to max_concurrency at a
+  /// time, each recorded as soon as it finishes, so a crash re-runs only the items without a
+  /// receipt. The results in input order (null for a failed item); the failures a policy
+  /// tolerates are recorded in FlowState::errors.
   json fan_out(FlowState& s, const json& scope, const EvalContext& ec, ag::RunContext& ctx) {
     const ForeachSpec& f = *spec_.foreach;
     const json items = f.over.render(scope, ec);
@@ -247,35 +262,58 @@ class FileNode final : public ag::Node<FlowState> {
       throw expression_error(f.over.where(), "foreach '" + spec_.name +
                                                  "': `over` is not a list but " +
                                                  std::string(items.type_name()));
-    json results = json::array();
-    std::vector<json> failures;
+    // Every item's params are rendered and granted before any item runs.
+    const Action* action = nullptr;
+    std::vector<json> args(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (ctx.stop_requested())
-        throw action_error("trellis: foreach '" + spec_.name + "' stopped (cancelled)");
       json item_scope = scope;
       item_scope[f.as] = items[i];
       item_scope["index"] = i;
+      action = &resolve(f.action, f.params, item_scope, ec, args[i]);
+    }
+    if (action == nullptr) return json::array();  // no items
+    ag::FanoutOptions options;
+    options.concurrency = f.max_concurrency.value_or(g_.file.max_concurrency);
+    options.max_failures = f.max_failures;
+    options.max_failure_ratio = f.max_failure_ratio;
+    std::vector<ag::EffectOutcome> outs =
+        ctx.effects(f.action, std::move(args), action->policy, effect_fn(*action, ctx), options);
+    if (ctx.stop_requested())
+      throw action_error("trellis: foreach '" + spec_.name + "' stopped (cancelled)");
+    json results = json::array();
+    std::vector<json> failures;
+    std::string first;
+    bool skipped = false;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i].ok()) {
+        results.push_back(std::move(outs[i].result));
+        continue;
+      }
+      results.push_back(nullptr);
+      if (outs[i].skipped) {
+        skipped = true;
+        continue;
+      }
       try {
-        results.push_back(call(f.action, f.params, item_scope, ec, ctx));
+        std::rethrow_exception(outs[i].error);
       } catch (const std::exception& e) {
-        if (ctx.stop_requested() || engine_error(e)) throw;
-        results.push_back(nullptr);
+        if (engine_error(e)) throw;
+        if (first.empty()) first = "item " + std::to_string(i) + ": " + e.what();
         failures.push_back({{"node", spec_.name},
                             {"item", i},
                             {"error", e.what()},
                             {"code", error_code(e)},
                             {"step", ctx.step()}});
-        const bool over_count = f.max_failures && failures.size() > *f.max_failures;
-        const bool over_ratio =
-            f.max_failure_ratio && static_cast<double>(failures.size()) >
-                                       *f.max_failure_ratio * static_cast<double>(items.size());
-        if (over_count || over_ratio)
-          throw action_error("trellis: foreach '" + spec_.name +
-                             "': " + std::to_string(failures.size()) + " of " +
-                             std::to_string(items.size()) + " items failed; item " +
-                             std::to_string(i) + ": " + e.what());
       }
     }
+    const bool over_count = f.max_failures && failures.size() > *f.max_failures;
+    const bool over_ratio =
+        f.max_failure_ratio && static_cast<double>(failures.size()) >
+                                   *f.max_failure_ratio * static_cast<double>(outs.size());
+    if (skipped || over_count || over_ratio)  // more failures than the policy allows
+      throw action_error("trellis: foreach '" + spec_.name + "': " +
+                         std::to_string(failures.size()) + " of " + std::to_string(outs.size()) +
+                         " items failed, more than its failure policy allows; " + first);
     for (json& failure : failures) s.errors.push_back(std::move(failure));
     return results;
   }

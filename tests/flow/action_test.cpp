@@ -156,5 +156,7 @@ TEST_CASE("Action: exec's capability names the command as given") {
   const fl::Action& exec = *registry.find("exec");
   CHECK(exec.capability({{"command", "git"}, {"args", {"status"}}}) == "exec:git");
   CHECK(exec.capability({{"command", "/usr/bin/git"}}) == "exec:/usr/bin/git");
+  CHECK(exec.capability({{"command", 5}}) == "exec:");
+  CHECK(exec.capability(json::array()) == "exec:");
   CHECK(registry.find("read_file")->capability({{"path", "a"}}) == "read_file");
 }

@@ -343,7 +343,8 @@ state: {ns: [0, 1, 2, 3, 4]}
 permissions: ["test.*"]
 nodes:
   each:
-    foreach: {over: "${state.ns}", as: n, action: test.echo, params: {n: "${n}"}}
+    foreach: {over: "${state.ns}", as: n, action: test.echo, params: {n: "${n}"},
+              max_concurrency: 1}
     assign: {out: "${result}"}
     next: done
   done:

@@ -9,11 +9,13 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
+#include "trellis/agent/fanout.hpp"
 #include "trellis/agent/permission.hpp"
 #include "trellis/agent/resume.hpp"
 
@@ -84,6 +86,14 @@ class RunContext {
   nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn) {
     return run_effect(name, std::move(args), policy, wrap(std::forward<F>(fn)), {});
   }
+  /// One effect named `name` per element of `args`, up to `options.concurrency` at a time,
+  /// each recorded as soon as it finishes; outcomes in input order (fanout.hpp). `fn` may be
+  /// called from several threads at once.
+  template <class F>
+  std::vector<EffectOutcome> effects(std::string_view name, std::vector<nlohmann::json> args,
+                                     EffectPolicy policy, F&& fn, FanoutOptions options = {}) {
+    return run_effects(name, std::move(args), policy, wrap(std::forward<F>(fn)), options);
+  }
   /// The same, with a compensation: when the run fails after this effect succeeded,
   /// `compensate(call, result)` undoes it, once, as an effect of its own.
   template <class F>
@@ -106,6 +116,9 @@ class RunContext {
 
   nlohmann::json run_effect(std::string_view name, nlohmann::json args, EffectPolicy policy,
                             EffectFn fn, CompensateFn compensate);
+  std::vector<EffectOutcome> run_effects(std::string_view name, std::vector<nlohmann::json> args,
+                                         EffectPolicy policy, EffectFn fn,
+                                         const FanoutOptions& options);
   template <class F>
   static EffectFn wrap(F&& fn) {
     using R = std::invoke_result_t<F&, const EffectCall&>;

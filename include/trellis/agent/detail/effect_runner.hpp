@@ -7,7 +7,9 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +20,7 @@
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/event_kind.hpp"
+#include "trellis/agent/fanout.hpp"
 #include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
 
@@ -88,6 +91,13 @@ class EffectRunner {
   nlohmann::json run(std::string_view name, nlohmann::json args, EffectPolicy policy,
                      const EffectFn& fn, CompensateFn compensate);
 
+  /// A fan-out (fanout.hpp): one effect per element of `args`, ordinals reserved in input
+  /// order, run by up to options.concurrency threads (the caller's included). Items not
+  /// started when `stop` is requested are skipped.
+  std::vector<EffectOutcome> run_many(std::string_view name, std::vector<nlohmann::json> args,
+                                      EffectPolicy policy, const EffectFn& fn,
+                                      const FanoutOptions& options, std::stop_token stop);
+
   /// The keys of the effects of the current attempt, in call order (for its checkpoint).
   std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
 
@@ -114,6 +124,15 @@ class EffectRunner {
   CompensationReport compensate();
 
  private:
+  /// Checks that nothing ended the attempt and that `args` can be stored (graph_error).
+  void admit(std::string_view name, nlohmann::json& args);
+  /// The record of the next effect (its ordinal and key); its key joins keys_ when `listed`.
+  EffectRecord prepare(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                       CompensateFn compensate, bool listed);
+  /// The protocol for `rec` (replay, or started record, call, receipt). Safe to call from
+  /// several threads at once (the shared bookkeeping is under mu_).
+  nlohmann::json execute(EffectRecord rec, const EffectFn& fn);
+  void event(EventKind kind, nlohmann::json detail, bool durable);
   std::string now() const;
   void replayed(const EffectRecord& r);
   void logged(const EffectRecord& r, EffectSource source);
@@ -124,6 +143,7 @@ class EffectRunner {
     try {
       f();
     } catch (...) {
+      std::lock_guard lock(mu_);
       broken_ = std::current_exception();
       throw;
     }
@@ -148,6 +168,9 @@ class EffectRunner {
   std::vector<StepEffect> log_;
   std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
+  /// Guards what the items of a fan-out share: replayed_, log_, reconciliation_, broken_ and
+  /// the host's events (keys_ and compensations_ are written before the items start).
+  mutable std::mutex mu_;
 };
 
 }  // namespace trellis::agent::detail
