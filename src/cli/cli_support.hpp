@@ -223,6 +223,10 @@ std::shared_ptr<LoadedGraph> load_graph(const std::string& path, const std::stri
 nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>& pairs,
                             const std::string& json);
 
+/// How to give `command` the session's graph, for messages: "trellis --graph FILE worker" with
+/// a graph file, else "<program> worker".
+std::string command_hint(const Session& s, const std::string& command);
+
 int validate_files(Session& s, const std::vector<std::string>& files);
 int draw_file(Session& s, const std::string& file, const std::string& format,
               const std::string& work_dir);

@@ -267,6 +267,11 @@ nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>
   return inputs;
 }
 
+std::string command_hint(const Session& s, const std::string& command) {
+  if (const LoadedGraph* g = s.graph_file()) return "trellis --graph " + g->path + " " + command;
+  return "<program> " + command;
+}
+
 // --- the commands ---------------------------------------------------------------------------
 
 int validate_files(Session& s, const std::vector<std::string>& files) {

@@ -210,7 +210,7 @@ int enqueue(Session& s, const EnqueueArgs& a) {
   }
   std::cout << a.run << ": Queued (priority " << a.priority << ", due "
             << (due.empty() ? std::string("-") : due)
-            << "); a worker advances it: <program> worker\n";
+            << "); a worker advances it: " << command_hint(s, "worker") << '\n';
   return 0;
 }
 

@@ -106,9 +106,8 @@ int decide(Session& s, const DecideArgs& a) {
   std::cout << a.run << ": request " << a.request << " " << verb << (by.empty() ? "" : " by " + by)
             << "; the run is " << name(cp.status)
             << (cp.status == RunStatus::Queued
-                    ? " (it goes on when a worker picks it up, or when its program resumes it: "
-                      "<program> resume " +
-                          a.run + ")"
+                    ? " (it goes on when a worker picks it up, or when its program resumes it: " +
+                          command_hint(s, "resume " + a.run) + ")"
                     : std::string(cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")"))
             << '\n';
   return 0;
@@ -323,6 +322,10 @@ int print_report(Session& s, RunReport r) {
     std::cout << "  request " << r.request_id << ": " << r.interrupt->reason << '\n';
     if (r.interrupt->approval) std::cout << "  action: " << r.interrupt->approval->action << '\n';
   }
+  // A graph file's run: what its `return` node gave.
+  if (s.graph_file() && r.state.is_object() && r.state.contains("output") &&
+      !r.state["output"].is_null())
+    std::cout << "  output: " << brief(r.state["output"], 200) << '\n';
   return 0;
 }
 
