@@ -21,7 +21,10 @@ GraphRunner& graph_for(Session& s, const char* verb) {
   if (!s.graph())
     throw usage_failure(std::string("trellis: ") + verb +
                         " needs the program's graph, and this command links none: run `<program> " +
-                        verb + " ...` with the program that links it (trellis::agent::cli::main)");
+                        verb +
+                        " ...` with the program that links it (trellis::agent::cli::main), or "
+                        "give a graph file: trellis --graph FILE " +
+                        verb);
   return *s.graph();
 }
 

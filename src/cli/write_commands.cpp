@@ -332,7 +332,8 @@ int print_report(Session& s, RunReport r) {
 GraphRunner& graph_of(Session& s, const char* verb) {
   if (!s.graph())
     throw usage_failure(std::string("trellis: ") + verb +
-                        " needs the graph: run it from the program that links it");
+                        " needs the graph: give its graph file (--graph FILE), or run it from "
+                        "the program that links it");
   return *s.graph();
 }
 
