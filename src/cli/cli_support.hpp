@@ -223,6 +223,9 @@ std::shared_ptr<LoadedGraph> load_graph(const std::string& path, const std::stri
 nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>& pairs,
                             const std::string& json);
 
+/// With a graph file and the human output: `run` and `resume` print the run's progress lines
+/// (agent::ProgressPrinter: "[RUN] step 1/4 write ✓ 0.3 ms").
+void show_progress(Session& s);
 /// How to give `command` the session's graph, for messages: "trellis --graph FILE worker" with
 /// a graph file, else "<program> worker".
 std::string command_hint(const Session& s, const std::string& command);

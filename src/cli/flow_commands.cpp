@@ -3,6 +3,7 @@
 // and worker.
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <ctime>
@@ -12,8 +13,10 @@
 #include <system_error>
 
 #include "cli_support.hpp"
+#include "trellis/agent/detail/event_hub.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/memory_store.hpp"
+#include "trellis/agent/progress_printer.hpp"
 #include "trellis/cli/main.hpp"
 #include "trellis/flow/action.hpp"
 #include "trellis/flow/errors.hpp"
@@ -24,6 +27,20 @@
 namespace trellis::agent::cli::detail {
 
 namespace {
+
+/// The graph's event sink (Graph::events<ProgressSink>(): only the command observes a graph it
+/// loaded): the progress lines of `run` and `resume`, once print_to() names a printer.
+class ProgressSink final : public ::trellis::agent::detail::EventSink {
+ public:
+  bool observed() const noexcept override { return printer_.load() != nullptr; }
+  void publish(const RunEventRecord& e) override {
+    if (const ProgressPrinter* p = printer_.load()) (*p)(e);
+  }
+  void print_to(const ProgressPrinter* p) { printer_.store(p); }
+
+ private:
+  std::atomic<const ProgressPrinter*> printer_{nullptr};
+};
 
 /// The graph file of a FileGraph as the commands run it: a run started without --state starts
 /// from the file's inputs (FileGraph::initial of the --input values given).
@@ -75,6 +92,7 @@ struct LoadedGraph {
   std::unique_ptr<flow::FileGraph> fg;
   std::unique_ptr<FileGraphRunner> runner;
   nlohmann::json inputs = nlohmann::json::object();
+  std::optional<ProgressPrinter> progress;
 };
 
 namespace {
@@ -265,6 +283,14 @@ nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>
     inputs[name] = std::move(v);
   }
   return inputs;
+}
+
+void show_progress(Session& s) {
+  LoadedGraph* g = s.graph_file();
+  if (!g || s.json() || g->progress) return;
+  agent::Graph<flow::FlowState>& graph = g->fg->graph();
+  g->progress.emplace(std::cout, graph.max_steps());
+  graph.events<ProgressSink>().print_to(&*g->progress);
 }
 
 std::string command_hint(const Session& s, const std::string& command) {

@@ -348,6 +348,7 @@ int run_start(Session& s, const std::string& run, const std::string& state) {
       throw usage_failure("trellis: --state is not a state of this graph: " + why);
   }
   Store& store = s.store(Access::create);
+  show_progress(s);
   return print_report(s, g.run(run, initial ? &*initial : nullptr, store));
 }
 
@@ -359,6 +360,7 @@ int run_resume(Session& s, const std::string& run) {
     throw conflict_failure("trellis: run '" + run + "' waits for a decision on request " +
                            request_id(*cp) + ": trellis approve " + run + " --request " +
                            request_id(*cp) + " (or reject, input), then resume it");
+  show_progress(s);
   return print_report(s, g.resume(run, store));
 }
 

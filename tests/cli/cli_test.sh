@@ -463,6 +463,7 @@ case $mode in
     # run FILE: durably in the store, the file actions in the run's work directory.
     t run 0 run "$graphs/note.yaml" --work-dir "$work" --run-id n-1 --input title=hello --input count=3
     grep -q "^n-1: Succeeded after 2 steps" "$dir/run.out" || fail "run FILE said: $(cat "$dir/run.out")"
+    grep -q "^\[n-1\] step 1/[0-9]* write " "$dir/run.out" || fail "run FILE printed no progress lines"
     [[ $(cat "$work/n-1/note.txt") == "hello x3" ]] || fail "the run did not write its note"
     t show 0 -o json runs show n-1
     j show 'd["run"]["status"] == "Succeeded" and d["state"]["output"] == {"path": "note.txt", "title": "hello"}'
