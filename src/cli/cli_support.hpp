@@ -37,17 +37,26 @@ struct conflict_failure : std::runtime_error {
 /// How a command gets its store: to read, to write a store that must exist, or to create.
 enum class Access { read, write, create };
 
+struct LoadedGraph;  // a graph file loaded for the commands (flow_commands.cpp)
+
 /// What every command is given.
 class Session {
  public:
   Session(std::string spec, Store* own, GraphRunner* graph, bool json)
       : spec_(std::move(spec)), own_(own), graph_(graph), json_(json) {}
-  /// The store (opened on first use; `--store` if given, else the program's own).
+  /// The store (opened on first use; `--store` if given, else the program's own, else, with a
+  /// graph file, the FileStore "runs").
   Store& store(Access access);
   GraphRunner* graph() const noexcept { return graph_; }
   bool json() const noexcept { return json_; }
   /// Where the store is, for messages.
   std::string where() const;
+
+  /// Works on graph file `g` (--graph FILE, run FILE): it is the graph of run, resume, step,
+  /// enqueue and worker, and the store defaults to the FileStore "runs" (flow_commands.cpp).
+  void use_graph_file(std::shared_ptr<LoadedGraph> g);
+  /// The graph file worked on, or nullptr.
+  LoadedGraph* graph_file() const noexcept { return file_.get(); }
 
  private:
   std::string spec_;
@@ -55,6 +64,8 @@ class Session {
   GraphRunner* graph_;
   bool json_;
   std::unique_ptr<Store> opened_;
+  std::shared_ptr<LoadedGraph> file_;
+  std::string default_spec_;
 };
 
 /// {"trellis_cli": 1, "kind": kind}: the start of every document printed.
@@ -174,5 +185,71 @@ int worker(Session& s, const WorkerArgs& a);
 
 int run_step(Session& s, const std::string& run, const std::string& node, const std::string& state,
              bool commit, const std::vector<std::string>& effects);
+
+/// `dot_text` drawn as SVG by Graphviz's `dot -Tsvg` (store_error when dot is missing or fails).
+std::string to_svg(const std::string& dot_text);
+
+// --- graph files (flow_commands.cpp) --------------------------------------------------------
+
+/// One diagnostic of a graph file, as `validate` prints it:
+/// "FILE:LINE:COL: error|warning: MESSAGE [code]".
+struct FileDiagnostic {
+  std::string file;
+  int line = 0, column = 0;
+  bool error = true;
+  std::string message, code;
+};
+std::string diagnostic_line(const FileDiagnostic& d);
+nlohmann::json diagnostic_json(const FileDiagnostic& d);
+
+/// A graph file that does not load or validate (exit 1), or inputs that do not fit it (exit 2,
+/// usage): every error found, printed one per line on stderr as validate prints them.
+struct invalid_graph : std::runtime_error {
+  explicit invalid_graph(std::vector<FileDiagnostic> d, int exit = 1);
+  std::vector<FileDiagnostic> diagnostics;
+  int exit;
+};
+/// The diagnostics of `e` when it is about a graph file (invalid_graph, flow::graph_file_error).
+std::optional<std::vector<FileDiagnostic>> diagnostics_of(const std::exception& e);
+
+/// Whether `arg` names an existing regular file ending in .yaml, .yml or .json.
+bool is_graph_file(const std::string& arg);
+/// Loads graph file `path` with the built-in actions (load_graph_file, validate, FileGraph with
+/// work_root `work_dir`, or "trellis-work" when empty); invalid_graph listing its errors.
+std::shared_ptr<LoadedGraph> load_graph(const std::string& path, const std::string& work_dir);
+/// The inputs of a run of `g`: the object `--inputs JSON`, then each `--input k=v` (v the text
+/// itself for an input declared `type: string`, else v as JSON when it parses, else the text);
+/// usage_failure when malformed.
+nlohmann::json parse_inputs(const LoadedGraph& g, const std::vector<std::string>& pairs,
+                            const std::string& json);
+
+/// With a graph file and the human output: `run` and `resume` print the run's progress lines
+/// (agent::ProgressPrinter: "[RUN] step 1/4 write ✓ 0.3 ms").
+void show_progress(Session& s);
+/// How to give `command` the session's graph, for messages: "trellis --graph FILE worker" with
+/// a graph file, else "<program> worker".
+std::string command_hint(const Session& s, const std::string& command);
+
+int validate_files(Session& s, const std::vector<std::string>& files);
+int draw_file(Session& s, const std::string& file, const std::string& format,
+              const std::string& work_dir);
+
+/// `run`: of graph file `target` (an existing .yaml/.yml/.json file), or run `target` of the
+/// session's graph (linked, or --graph FILE).
+struct RunArgs {
+  std::string target, state, inputs_json, run_id, work_dir;
+  std::vector<std::string> inputs;
+};
+int run_command(Session& s, const RunArgs& a);
+/// `step`: one node of graph file `target` on a scratch run, or of run `target`.
+struct StepArgs {
+  std::string target, node, state, work_dir;
+  bool commit = false;
+  std::vector<std::string> effects, inputs;
+};
+int step_command(Session& s, const StepArgs& a);
+/// `enqueue` with --input/--inputs on a graph file (--graph FILE).
+int enqueue_command(Session& s, const EnqueueArgs& a, const std::vector<std::string>& inputs,
+                    const std::string& inputs_json);
 
 }  // namespace trellis::agent::cli::detail

@@ -17,6 +17,7 @@ using namespace detail;
 
 /// The exit code of a failure (docs/cli.md, "Exit codes").
 int exit_code(const std::exception& e) {
+  if (const auto* g = dynamic_cast<const invalid_graph*>(&e)) return g->exit;
   if (dynamic_cast<const usage_failure*>(&e) || dynamic_cast<const invalid_run_id*>(&e) ||
       dynamic_cast<const invalid_option*>(&e))
     return 2;
@@ -35,6 +36,7 @@ std::string code_of(const std::exception& e) {
   if (const auto* t = dynamic_cast<const trellis::error*>(&e)) return std::string(t->id());
   if (dynamic_cast<const usage_failure*>(&e)) return "cli.usage";
   if (dynamic_cast<const conflict_failure*>(&e)) return "cli.conflict";
+  if (dynamic_cast<const invalid_graph*>(&e)) return "flow.graph_file";
   return "cli.error";
 }
 
@@ -64,13 +66,21 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
   if (argc > 0 && argv[0]) app.name(std::filesystem::path(argv[0]).filename().string());
   app.require_subcommand(1);
   app.fallthrough();
-  std::string spec, output = "table";
+  std::string spec, output = "table", graph_path, work_dir;
+  // (required unless a graph file is worked on: then the FileStore "runs" is the default;
+  // Session::store says so when it is missing)
   app.add_option("--store", spec,
                  own_store ? "the store: DIR (FileStore) or sqlite:PATH (default: the program's)"
-                           : "the store: DIR (FileStore) or sqlite:PATH")
-      ->required(own_store == nullptr);
+                           : "the store: DIR (FileStore) or sqlite:PATH (required, but with a "
+                             "graph file: default runs)");
   app.add_option("-o,--output", output, "table (default) or json (docs/cli.schema.json)")
       ->check(CLI::IsMember({"table", "json"}));
+  if (!graph)
+    app.add_option("--graph", graph_path,
+                   "a graph file (YAML or JSON): the graph of run, resume, step, enqueue and "
+                   "worker");
+  app.add_option("--work-dir", work_dir,
+                 "graph files: where runs' work directories are (default: trellis-work)");
 
   std::function<int(Session&)> action;
 
@@ -219,42 +229,73 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
     action = [&](Session& s) { return gc(s, finished_before, keep_last, gc_dry, gc_yes); };
   });
 
-  // run / resume: only in a program that links its graph (cli::main)
-  std::string state, step_node;
-  bool step_commit = false;
-  std::vector<std::string> step_effects;
-  if (graph) {
-    CLI::App* run_cmd =
-        app.add_subcommand("run", "start a run (with --state JSON, or the default state)");
-    run_cmd->add_option("RUN", run_id, "the new run's id")->required();
-    run_cmd->add_option("--state", state, "the initial state, as JSON");
-    run_cmd->callback([&] { action = [&](Session& s) { return run_start(s, run_id, state); }; });
-    CLI::App* resume_cmd =
-        app.add_subcommand("resume", "continue a run (queued, cancelled, or cut off by a crash)");
-    resume_cmd->add_option("RUN", run_id, "the run")->required();
-    resume_cmd->callback([&] { action = [&](Session& s) { return run_resume(s, run_id); }; });
-    CLI::App* step_cmd = app.add_subcommand(
-        "step",
-        "run one node of a run on its own: dry (nothing written, no effect called) by default");
-    step_cmd->add_option("RUN", run_id, "the run")->required();
-    step_cmd->add_option("--node", step_node, "the node to run")->required();
-    step_cmd->add_option("--state", state,
-                         "the state it starts from, as JSON (default: the run's)");
-    step_cmd->add_flag("--commit", step_commit, "a real step: real effects, committed");
-    step_cmd->add_option("--effect", step_effects,
-                         "NAME=JSON: a dry step's answer for effect NAME (repeatable)");
-    step_cmd->callback([&] {
-      action = [&](Session& s) {
-        return run_step(s, run_id, step_node, state, step_commit, step_effects);
-      };
-    });
-  }
+  // graph files: validate, draw
+  std::vector<std::string> validate_paths;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "check graph files (YAML or JSON) without running anything: errors, warnings");
+  validate_cmd->add_option("FILE", validate_paths, "the graph files")->required();
+  validate_cmd->callback(
+      [&] { action = [&](Session& s) { return validate_files(s, validate_paths); }; });
+
+  std::string draw_path, draw_format = "mermaid";
+  CLI::App* draw_cmd = app.add_subcommand("draw", "draw a graph file's graph");
+  draw_cmd->add_option("FILE", draw_path, "the graph file")->required();
+  draw_cmd->add_option("--format", draw_format, "mermaid (default), dot or svg (needs dot)")
+      ->check(CLI::IsMember({"mermaid", "dot", "svg"}));
+  draw_cmd->callback(
+      [&] { action = [&](Session& s) { return draw_file(s, draw_path, draw_format, work_dir); }; });
+
+  // run / resume / step: of a graph file, or of the graph the program links (cli::main) or
+  // --graph names
+  RunArgs run_args;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", graph ? "start a run (with --state JSON, or the default state), or run a graph file"
+                   : "run a graph file (run FILE --input NAME=VALUE...), or start run RUN of "
+                     "--graph FILE");
+  run_cmd->add_option("FILE|RUN", run_args.target,
+                      "a graph file (an existing .yaml, .yml or .json file), or the new run's id");
+  run_cmd->add_option("--state", run_args.state, "the initial state, as JSON");
+  run_cmd->add_option("--input", run_args.inputs,
+                      "NAME=VALUE: a graph file's input (VALUE as JSON if it parses, else text; "
+                      "repeatable)");
+  run_cmd->add_option("--inputs", run_args.inputs_json, "a graph file's inputs, as a JSON object");
+  run_cmd->add_option("--run-id", run_args.run_id,
+                      "a graph file's run id (default: NAME-UTCTIME-XXXX)");
+  run_cmd->callback([&] {
+    run_args.work_dir = work_dir;
+    action = [&](Session& s) { return run_command(s, run_args); };
+  });
+  CLI::App* resume_cmd =
+      app.add_subcommand("resume", "continue a run (queued, cancelled, or cut off by a crash)");
+  resume_cmd->add_option("RUN", run_id, "the run")->required();
+  resume_cmd->callback([&] { action = [&](Session& s) { return run_resume(s, run_id); }; });
+  StepArgs step_args;
+  CLI::App* step_cmd = app.add_subcommand(
+      "step",
+      "run one node on its own, of a run or of a graph file: dry (nothing written, no effect "
+      "called) by default");
+  step_cmd->add_option("FILE|RUN", step_args.target, "a graph file, or the run")->required();
+  step_cmd->add_option("--node", step_args.node, "the node to run")->required();
+  step_cmd->add_option("--state", step_args.state,
+                       "the state it starts from, as JSON (default: the run's; for a graph "
+                       "file, the graph's state, over its initial state)");
+  step_cmd->add_option("--input", step_args.inputs,
+                       "step FILE: NAME=VALUE, an input of the graph file (repeatable)");
+  step_cmd->add_flag("--commit", step_args.commit, "a real step: real effects, committed");
+  step_cmd->add_option("--effect", step_args.effects,
+                       "NAME=JSON: a dry step's answer for effect NAME (repeatable)");
+  step_cmd->callback([&] {
+    step_args.work_dir = work_dir;
+    action = [&](Session& s) { return step_command(s, step_args); };
+  });
 
   // enqueue / worker: they need the graph too, but `trellis` offers them to say why it cannot
   EnqueueArgs enqueue_args;
+  std::vector<std::string> enqueue_inputs;
+  std::string enqueue_inputs_json;
   CLI::App* enqueue_cmd = app.add_subcommand(
       "enqueue", graph ? "start a run in the background (Queued, for a worker to advance)"
-                       : "(in a program that links its graph) start a run in the background");
+                       : "(with --graph FILE) start a run in the background");
   enqueue_cmd->add_option("RUN", enqueue_args.run, "the new run's id")->required();
   enqueue_cmd->add_option("--state", enqueue_args.state,
                           "the initial state, as JSON (default: the state's default)");
@@ -262,13 +303,21 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
                           "workers claim higher priorities first (default 0)");
   enqueue_cmd->add_option("--at", enqueue_args.at,
                           "not before T (2026-11-24T10:00:00Z, or +90s, +5m, +2h ahead of now)");
-  enqueue_cmd->callback([&] { action = [&](Session& s) { return enqueue(s, enqueue_args); }; });
+  enqueue_cmd->add_option("--input", enqueue_inputs,
+                          "with a graph file: NAME=VALUE, an input (repeatable)");
+  enqueue_cmd->add_option("--inputs", enqueue_inputs_json,
+                          "with a graph file: the inputs, as a JSON object");
+  enqueue_cmd->callback([&] {
+    action = [&](Session& s) {
+      return enqueue_command(s, enqueue_args, enqueue_inputs, enqueue_inputs_json);
+    };
+  });
 
   WorkerArgs worker_args;
   double for_seconds = 0;
   CLI::App* worker_cmd = app.add_subcommand(
       "worker", graph ? "advance the store's due runs of this program's graph until stopped"
-                      : "(in a program that links its graphs) advance due runs until stopped");
+                      : "(with --graph FILE) advance the graph's due runs until stopped");
   worker_cmd->add_option("--threads", worker_args.threads, "runs advanced at once (default 2)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
   worker_cmd
@@ -304,13 +353,25 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
   const bool json = output == "json";
   try {
     Session session(spec, own_store, graph, json);
+    if (!graph_path.empty()) session.use_graph_file(load_graph(graph_path, work_dir));
     return action ? action(session) : 2;
   } catch (const std::exception& e) {
     const int rc = exit_code(e);
-    std::cerr << one_line(e.what()) << '\n';
+    // A graph file's problems: one line each, as `validate` prints them.
+    const std::optional<std::vector<FileDiagnostic>> problems = diagnostics_of(e);
+    if (problems) {
+      for (const FileDiagnostic& d : *problems) std::cerr << diagnostic_line(d) << '\n';
+    } else {
+      std::cerr << one_line(e.what()) << '\n';
+    }
     if (json) {
       nlohmann::json doc = document("error");
       doc["error"] = {{"code", code_of(e)}, {"message", one_line(e.what())}, {"exit", rc}};
+      if (problems) {
+        doc["error"]["diagnostics"] = nlohmann::json::array();
+        for (const FileDiagnostic& d : *problems)
+          doc["error"]["diagnostics"].push_back(diagnostic_json(d));
+      }
       print_json(doc);
     }
     return rc;

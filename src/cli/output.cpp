@@ -21,19 +21,20 @@ namespace trellis::agent::cli::detail {
 
 Store& Session::store(Access access) {
   if (opened_) return *opened_;
-  if (spec_.empty()) {
-    if (!own_) throw usage_failure("trellis: --store is required (a directory, or sqlite:PATH)");
-    return *own_;
-  }
+  if (spec_.empty() && own_) return *own_;
+  const std::string& spec = spec_.empty() ? default_spec_ : spec_;
+  if (spec.empty())
+    throw usage_failure("trellis: --store is required (a directory, or sqlite:PATH)");
   // Only `run` creates a store: any other command on a path that holds none is not_a_store,
   // and nothing is created there.
-  if (access == Access::write) (void)open_store(spec_, true);
-  opened_ = open_store(spec_, access == Access::read);
+  if (access == Access::write) (void)open_store(spec, true);
+  opened_ = open_store(spec, access == Access::read);
   return *opened_;
 }
 
 std::string Session::where() const {
-  return spec_.empty() ? std::string("the program's store") : "'" + spec_ + "'";
+  if (spec_.empty() && own_) return "the program's store";
+  return "'" + (spec_.empty() ? default_spec_ : spec_) + "'";
 }
 
 nlohmann::json document(std::string_view kind) {

@@ -387,18 +387,18 @@ std::string find_dot() {
   return "";
 }
 
-/// `dot_text` drawn as SVG by `dot -Tsvg` (a store_error when dot is missing or fails).
+}  // namespace
+
 std::string to_svg(const std::string& dot_text) {
   const std::string dot = find_dot();
   if (dot.empty())
     throw store_error(
-        "trellis: runs draw --format svg needs Graphviz's dot on PATH (Debian: graphviz); "
+        "trellis: draw --format svg needs Graphviz's dot on PATH (Debian: graphviz); "
         "--format dot prints the DOT text");
   const std::filesystem::path tmp = std::filesystem::temp_directory_path();
   std::string in = (tmp / "trellis-draw-XXXXXX").string();
   const int fd = ::mkstemp(in.data());
-  if (fd < 0)
-    throw store_error("trellis: runs draw: cannot create a temporary file in " + tmp.string());
+  if (fd < 0) throw store_error("trellis: draw: cannot create a temporary file in " + tmp.string());
   const std::string out = in + ".svg";
   struct Cleanup {
     std::string a, b;
@@ -411,7 +411,7 @@ std::string to_svg(const std::string& dot_text) {
     const ssize_t n = ::write(fd, dot_text.data() + done, dot_text.size() - done);
     if (n <= 0) {
       ::close(fd);
-      throw store_error("trellis: runs draw: cannot write " + in);
+      throw store_error("trellis: draw: cannot write " + in);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -422,17 +422,15 @@ std::string to_svg(const std::string& dot_text) {
   argv.push_back(nullptr);
   pid_t pid = 0;
   if (::posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-    throw store_error("trellis: runs draw: cannot start " + dot);
+    throw store_error("trellis: draw: cannot start " + dot);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw store_error("trellis: runs draw: " + dot + " -Tsvg failed");
+    throw store_error("trellis: draw: " + dot + " -Tsvg failed");
   std::ifstream svg(out, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(svg), std::istreambuf_iterator<char>());
 }
-
-}  // namespace
 
 int runs_draw(Session& s, const std::string& run, const std::string& format) {
   Store& store = s.store(Access::read);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The `trellis` command: operate durable agent runs in any store, without the graph
-// (docs/cli.md).
+// The `trellis` command: operate durable agent runs in any store, without the program's graph;
+// validate, run, step and draw graph files (docs/cli.md).
 
 #include "trellis/cli/graph_runner.hpp"
 

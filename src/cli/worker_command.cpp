@@ -21,7 +21,10 @@ GraphRunner& graph_for(Session& s, const char* verb) {
   if (!s.graph())
     throw usage_failure(std::string("trellis: ") + verb +
                         " needs the program's graph, and this command links none: run `<program> " +
-                        verb + " ...` with the program that links it (trellis::agent::cli::main)");
+                        verb +
+                        " ...` with the program that links it (trellis::agent::cli::main), or "
+                        "give a graph file: trellis --graph FILE " +
+                        verb);
   return *s.graph();
 }
 
@@ -210,7 +213,7 @@ int enqueue(Session& s, const EnqueueArgs& a) {
   }
   std::cout << a.run << ": Queued (priority " << a.priority << ", due "
             << (due.empty() ? std::string("-") : due)
-            << "); a worker advances it: <program> worker\n";
+            << "); a worker advances it: " << command_hint(s, "worker") << '\n';
   return 0;
 }
 

@@ -106,9 +106,8 @@ int decide(Session& s, const DecideArgs& a) {
   std::cout << a.run << ": request " << a.request << " " << verb << (by.empty() ? "" : " by " + by)
             << "; the run is " << name(cp.status)
             << (cp.status == RunStatus::Queued
-                    ? " (it goes on when a worker picks it up, or when its program resumes it: "
-                      "<program> resume " +
-                          a.run + ")"
+                    ? " (it goes on when a worker picks it up, or when its program resumes it: " +
+                          command_hint(s, "resume " + a.run) + ")"
                     : std::string(cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")"))
             << '\n';
   return 0;
@@ -323,13 +322,18 @@ int print_report(Session& s, RunReport r) {
     std::cout << "  request " << r.request_id << ": " << r.interrupt->reason << '\n';
     if (r.interrupt->approval) std::cout << "  action: " << r.interrupt->approval->action << '\n';
   }
+  // A graph file's run: what its `return` node gave.
+  if (s.graph_file() && r.state.is_object() && r.state.contains("output") &&
+      !r.state["output"].is_null())
+    std::cout << "  output: " << brief(r.state["output"], 200) << '\n';
   return 0;
 }
 
 GraphRunner& graph_of(Session& s, const char* verb) {
   if (!s.graph())
     throw usage_failure(std::string("trellis: ") + verb +
-                        " needs the graph: run it from the program that links it");
+                        " needs the graph: give its graph file (--graph FILE), or run it from "
+                        "the program that links it");
   return *s.graph();
 }
 
@@ -344,6 +348,7 @@ int run_start(Session& s, const std::string& run, const std::string& state) {
       throw usage_failure("trellis: --state is not a state of this graph: " + why);
   }
   Store& store = s.store(Access::create);
+  show_progress(s);
   return print_report(s, g.run(run, initial ? &*initial : nullptr, store));
 }
 
@@ -355,6 +360,7 @@ int run_resume(Session& s, const std::string& run) {
     throw conflict_failure("trellis: run '" + run + "' waits for a decision on request " +
                            request_id(*cp) + ": trellis approve " + run + " --request " +
                            request_id(*cp) + " (or reject, input), then resume it");
+  show_progress(s);
   return print_report(s, g.resume(run, store));
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Drives the `trellis` command (run by ctest; docs/cli.md is the contract it checks).
-#   cli_test.sh TRELLIS PROGRAM file|sqlite codes|story|bulk|worker
+#   cli_test.sh TRELLIS PROGRAM file|sqlite codes|story|bulk|worker|graphs
 # PROGRAM embeds the same commands through cli::main and links a small graph
 # (tests/cli/cli_test_program.cpp): it makes the runs; `trellis` (which does not link the graph)
 # operates on them.
@@ -430,8 +430,104 @@ case $mode in
     [[ $rc == 143 ]] || fail "a worker given two SIGTERMs exited with $rc, not 143"
     ;;
 
+  graphs)
+    # Graph files (tests/cli/graphs): validate, run FILE, --graph FILE resume after approve,
+    # step FILE (dry), draw FILE; the file actions write into --work-dir.
+    graphs=$(cd "$(dirname "$0")" && pwd)/graphs
+    work=$dir/work
+    # q NAME WANT ARGS...: `trellis ARGS` without --store, in the empty directory $dir/cwd.
+    mkdir "$dir/cwd"
+    q() {
+      local name=$1 want=$2 rc=0
+      shift 2
+      (cd "$dir/cwd" && "$trellis" "$@") >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
+      [[ $rc == "$want" ]] || fail "trellis $* (in $dir/cwd) exited with $rc, not $want"
+    }
+
+    # validate: 0 for good files (warnings allowed), 1 with FILE:LINE:COL for a bad one; -o json
+    # lists every diagnostic; nothing is written anywhere.
+    q valid 0 validate "$graphs/note.yaml" "$graphs/gated.yaml"
+    grep -qx "$graphs/note.yaml: valid" "$dir/valid.out" || fail "validate did not say note.yaml is valid"
+    q invalid 1 validate "$graphs/note.yaml" "$graphs/bad.yaml"
+    grep -q "^$graphs/bad.yaml:4:8: error: start names 'nowhere'.* \[unknown_node\]$" "$dir/invalid.err" ||
+      fail "validate did not print bad.yaml:4:8: error: ... [unknown_node]"
+    grep -q "^$graphs/bad.yaml:9:[0-9]*: error: .*'missing'" "$dir/invalid.err" ||
+      fail "validate did not print every error of bad.yaml"
+    q invalidj 1 -o json validate "$graphs/bad.yaml"
+    j invalidj 'd["kind"] == "validation" and not d["ok"] and d["files"][0]["errors"] == 2'
+    j invalidj '{(x["line"], x["column"], x["severity"], x["code"]) for x in d["diagnostics"] if x["line"] == 4} == {(4, 8, "error", "unknown_node")}'
+    q missing 1 validate "$dir/nope.yaml"
+    grep -q "nope.yaml.*error:.*\[load\]" "$dir/missing.err" || fail "validate of a missing file said: $(cat "$dir/missing.err")"
+    [[ -z $(ls -A "$dir/cwd") ]] || fail "validate wrote into the current directory"
+
+    # run FILE: durably in the store, the file actions in the run's work directory.
+    t run 0 run "$graphs/note.yaml" --work-dir "$work" --run-id n-1 --input title=hello --input count=3
+    grep -q "^n-1: Succeeded after 2 steps" "$dir/run.out" || fail "run FILE said: $(cat "$dir/run.out")"
+    grep -q "^\[n-1\] step 1/[0-9]* write " "$dir/run.out" || fail "run FILE printed no progress lines"
+    [[ $(cat "$work/n-1/note.txt") == "hello x3" ]] || fail "the run did not write its note"
+    t show 0 -o json runs show n-1
+    j show 'd["run"]["status"] == "Succeeded" and d["state"]["output"] == {"path": "note.txt", "title": "hello"}'
+    t runid 0 -o json run "$graphs/note.yaml" --work-dir "$work" --input title=x
+    j runid 'd["kind"] == "outcome" and __import__("re").fullmatch(r"note-\d{8}T\d{6}Z-[0-9a-f]{4}", d["run_id"]) is not None'
+    # Inputs are typed by the file (a string input takes the text as it is): a missing or
+    # ill-typed one is a usage error naming it, and no run is made.
+    t text 0 -o json run "$graphs/note.yaml" --work-dir "$work" --run-id n-2 --input title=42
+    j text 'd["state"]["inputs"] == {"title": "42", "count": 1}'
+    t badinput 2 run "$graphs/note.yaml" --work-dir "$work" --run-id n-3 --input title=t --input count=many
+    grep -q "note.yaml:[0-9]*:[0-9]*: error: input 'count'" "$dir/badinput.err" || fail "a bad input was not named: $(cat "$dir/badinput.err")"
+    t noinput 2 run "$graphs/note.yaml" --work-dir "$work" --run-id n-3
+    grep -q "input 'title'" "$dir/noinput.err" || fail "a missing input was not named"
+    t undeclared 2 run "$graphs/note.yaml" --run-id n-3 --input title=t --input colour=red
+    t none3 3 runs show n-3
+    # Without --store: the FileStore "runs" and the work directory "trellis-work" in the
+    # current directory.
+    q here 0 run "$graphs/note.yaml" --run-id h-1 --input title=here
+    [[ -d $dir/cwd/runs && $(cat "$dir/cwd/trellis-work/h-1/note.txt") == "here x1" ]] ||
+      fail "run FILE without --store did not use ./runs and ./trellis-work"
+    q noexist 2 run "$dir/nope.yaml"
+    q nograph 2 resume n-1
+    err nograph "--graph"
+
+    # An approval-gated file graph: approved from `trellis`, resumed with --graph FILE.
+    t gate 0 run "$graphs/gated.yaml" --work-dir "$work" --run-id g-1 --input what=ship
+    [[ $(status_of g-1) == WaitingApproval ]] || fail "g-1 does not wait for its approval"
+    t approve 0 approve g-1 --request "$(request_of g-1)" --as ana
+    t badgraph 1 --graph "$graphs/bad.yaml" resume g-1
+    grep -q "^$graphs/bad.yaml:4:8: error: " "$dir/badgraph.err" || fail "--graph with a bad file did not say where"
+    [[ $(status_of g-1) == Queued ]] || fail "a bad --graph file changed the run"
+    t resume 0 -o json --graph "$graphs/gated.yaml" --work-dir "$work" resume g-1
+    j resume 'd["kind"] == "outcome" and d["status"] == "Succeeded" and d["state"]["output"] == {"reviewer": "ana"}'
+    [[ $(cat "$work/g-1/approved.txt") == "ship by ana" ]] || fail "the resumed run did not write"
+    # enqueue and worker with --graph FILE.
+    t enqueue 0 --graph "$graphs/gated.yaml" enqueue g-2 --input what=later
+    t drain 0 --graph "$graphs/gated.yaml" --work-dir "$work" worker --drain
+    grep -q "^advanced g-2 WaitingApproval" "$dir/drain.out" || fail "the worker did not advance g-2"
+
+    # step FILE: one node on a scratch run, dry: an effect needs a stub; nothing is written.
+    q stepnostub 1 step "$graphs/note.yaml" --node write --input title=s
+    err stepnostub "write_file"
+    q step 0 -o json step "$graphs/note.yaml" --node write --input title=s --effect 'write_file={"path":"note.txt","size":4}'
+    j step 'd["kind"] == "step" and not d["committed"] and d["next"] == {"kind": "goto", "node": "done"}'
+    j step 'd["effects"][0]["source"] == "stub" and d["effects"][0]["args"]["content"] == "s x1\n" and d["state"]["state"] == {"path": "note.txt"}'
+    q stepstate 0 -o json step "$graphs/gated.yaml" --node done --input what=w --state '{"reviewer":"bo"}'
+    j stepstate 'd["next"] == {"kind": "halt"} and d["state"]["output"] == {"reviewer": "bo"}'
+    q stepbad 2 step "$graphs/gated.yaml" --node done --input what=w --state '[1]'
+    [[ $(ls -A "$dir/cwd") == "$(printf 'runs\ntrellis-work')" ]] || fail "step FILE wrote into the current directory"
+
+    # draw FILE: Mermaid by default, DOT, SVG through Graphviz's dot.
+    q draw 0 draw "$graphs/gated.yaml"
+    grep -q "^flowchart" "$dir/draw.out" && grep -q '"ask"' "$dir/draw.out" || fail "draw FILE printed no Mermaid flowchart of gated.yaml"
+    q drawdot 0 -o json draw "$graphs/gated.yaml" --format dot
+    j drawdot 'd["kind"] == "graph_drawing" and d["name"] == "gated" and "digraph" in d["text"]'
+    if command -v dot >/dev/null; then
+      q drawsvg 0 draw "$graphs/gated.yaml" --format svg
+      grep -q "<svg" "$dir/drawsvg.out" || fail "draw --format svg printed no SVG"
+    fi
+    q drawbad 1 draw "$graphs/bad.yaml"
+    ;;
+
   *)
-    echo "usage: $0 TRELLIS PROGRAM file|sqlite codes|story|bulk|worker" >&2
+    echo "usage: $0 TRELLIS PROGRAM file|sqlite codes|story|bulk|worker|graphs" >&2
     exit 2
     ;;
 esac

@@ -16,8 +16,11 @@ find_program(TRELLIS_PYTHON3 python3 REQUIRED)
 #   bulk     cancel (a running run from another process, bulk with --dry-run/--yes), delete, gc
 #   worker   enqueue (priority, --at), runs ls's due and priority, worker --drain (claim order,
 #            an approval expiring), a foreign run, a decision picked up, SIGTERM once and twice
+#   graphs   graph files (tests/cli/graphs): validate, run FILE (inputs, ids, the default store),
+#            approve then --graph FILE resume, enqueue and worker with --graph, step FILE (dry),
+#            draw FILE
 foreach(kind IN ITEMS file sqlite)
-  foreach(mode IN ITEMS codes story bulk worker)
+  foreach(mode IN ITEMS codes story bulk worker graphs)
     add_test(NAME trellis_cli.${kind}.${mode}
       COMMAND ${TRELLIS_BASH} ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh
               $<TARGET_FILE:trellis_command> $<TARGET_FILE:trellis_cli_test_program> ${kind} ${mode})

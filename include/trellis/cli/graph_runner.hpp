@@ -3,7 +3,7 @@
 /// `GraphRunner`: what the commands need of a program's graph (run, resume, step, enqueue, and
 /// a Worker for `worker`), without its state type, so the command line is compiled once for
 /// every graph. `cli::main` (main.hpp) adapts a `Graph<S>` into one; the `trellis` command has
-/// none (it does not link a graph).
+/// none of its own (it links no C++ graph): it adapts a graph file's (`--graph FILE`).
 
 #include <cstdint>
 #include <optional>
@@ -78,11 +78,12 @@ class GraphRunner {
 };
 
 /// The command line: parses argv and runs one command on `store` (the program's own store,
-/// used when no `--store` is given; nullptr: `--store` is required) with `graph` (nullptr:
-/// the commands that need a graph, `run`, `resume`, `step`, `enqueue` and `worker`, are not
-/// offered; `worker` says why). Returns the
-/// exit code (docs/cli.md): 0 ok, 2 usage, 3 not found, 4 conflict or stale request,
-/// 5 expired, 1 any other error.
+/// used when no `--store` is given; nullptr: `--store` is required, except with a graph file)
+/// with `graph` (nullptr, the `trellis` command: the commands that need a graph, `run`,
+/// `resume`, `step`, `enqueue` and `worker`, need a graph file, `run FILE`, `step FILE` or
+/// `--graph FILE`, and say so without one). The graph-file commands (`validate`, `run FILE`,
+/// `step FILE`, `draw FILE`) are offered either way. Returns the exit code (docs/cli.md): 0 ok,
+/// 2 usage, 3 not found, 4 conflict or stale request, 5 expired, 1 any other error.
 int run_commands(int argc, char** argv, Store* store, GraphRunner* graph);
 
 }  // namespace trellis::agent::cli
