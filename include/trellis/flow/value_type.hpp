@@ -35,11 +35,13 @@ struct Type {
     return t;
   }
   /// The type of a value: its kind, an object's members (each by its value), a list's element
-  /// type when all its elements have the same kind (else any).
+  /// type when all its elements have the same kind (else any; for objects, the members they
+  /// all have, each typed the same way). Values nested deeper than 64 levels are any.
   static Type of(const nlohmann::json& value);
   /// From a JSON Schema subset: "type" (one of null, boolean, number, integer (a number),
   /// string, array, object; a list of types is any), "properties" and "items". Anything
-  /// else is ignored (any). `schema` not an object: any.
+  /// else is ignored (any; a schema without "type" too). `schema` not an object: any. Schemas
+  /// nested deeper than 64 levels are any.
   static Type from_schema(const nlohmann::json& schema);
 
   /// The type of member `name` (object: its field, or any unless closed, which gives nullptr;
