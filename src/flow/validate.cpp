@@ -581,7 +581,8 @@ void Validator::check_subgraph(const NodeSpec& node) {
   // The inputs given against the child's declarations, when the names are written out.
   const auto child = shared_.files.find(id);
   if (child == shared_.files.end() || !spec.inputs.value().is_object()) return;
-  for (const auto& [name, value] : spec.inputs.value().items()) {
+  for (const auto& member : spec.inputs.value().items()) {
+    const std::string& name = member.key();  // (clang 14 cannot capture a structured binding)
     const auto& inputs = child->second->inputs;
     if (std::none_of(inputs.begin(), inputs.end(),
                      [&](const InputSpec& in) { return in.name == name; })) {

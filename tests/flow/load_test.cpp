@@ -341,8 +341,15 @@ TEST_CASE("load: a second YAML document is refused") {
   const fl::graph_file_error e =
       load_error(graph_with("  a: {return: null}\n") + "---\nname: other\n");
   REQUIRE(e.problems().size() == 1);
-  CHECK(e.problems()[0].at.line == 8);
+  CHECK(e.problems()[0].at.line == 7);  // its "---"
   CHECK(contains(e.problems()[0].message, "one YAML document"));
+}
+
+TEST_CASE("load: broken JSON that yaml-cpp reads as endless documents is refused, not looped on") {
+  // Found by trellis_fuzz_flow_loader: YAML::LoadAll never returns on it.
+  const fl::graph_file_error e = file_error("endless_documents.json");
+  REQUIRE_FALSE(e.problems().empty());
+  CHECK(e.problems()[0].at.file == fixture("endless_documents.json"));
 }
 
 TEST_CASE("load: next is a node's name or a list of {to, when}") {
