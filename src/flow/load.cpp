@@ -17,11 +17,13 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <trellis/io/checksum.hpp>
@@ -1007,20 +1009,47 @@ void Reader::read_node(const Entry& e, GraphFile& g) {
   g.nodes.push_back(std::move(node));
 }
 
+/// Counts a stream's documents, remembering where the second starts. YAML::LoadAll is not used:
+/// on some malformed input, yaml-cpp 0.7 yields empty documents without end.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 GraphFile Reader::read() {
-  std::vector<YAML::Node> documents;
+  const std::string text(text_);
+  YAML::Node root;
+  DocumentCounter counter;
   try {
-    documents = YAML::LoadAll(std::string(text_));
+    root = YAML::Load(text);
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    if (parser.HandleNextDocument(counter)) (void)parser.HandleNextDocument(counter);
   } catch (const YAML::Exception& e) {
     throw graph_file_error({{at(e.mark), "malformed YAML: " + e.msg}});
   }
   const SourcePos top{file_, 1, 1};
-  if (documents.empty() || !documents.front().IsMap()) {
-    throw graph_file_error({{documents.empty() ? top : at(documents.front()),
+  if (!root.IsMap()) {
+    throw graph_file_error({{root.IsDefined() && !root.IsNull() ? at(root) : top,
                              "not a trellis graph file (a mapping with `trellis_graph: 1` "
                              "expected)"}});
   }
-  const YAML::Node root = documents.front();
 
   // The format first: the rest of a newer file may mean something else.
   std::optional<Entry> format;
@@ -1058,10 +1087,8 @@ GraphFile Reader::read() {
   g.path = file_;
   g.format = graph_file_format;
   g.start_at = at(root);
-  if (documents.size() > 1) {
-    problem(
-        documents[1].IsDefined() ? at(documents[1]) : top,
-        "a graph file holds one YAML document, this one has " + std::to_string(documents.size()));
+  if (counter.documents > 1) {
+    problem(at(counter.second), "a graph file holds one YAML document, this one has more");
   }
 
   const Members m =

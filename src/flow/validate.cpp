@@ -152,7 +152,8 @@ std::optional<std::string> mismatch(const Type& actual, const Type& expected,
 
 /// What one validate() call shares with the validations of its subgraph files.
 struct Shared {
-  std::vector<std::string> stack;  ///< the files being validated, outermost first
+  /// The files being validated, outermost first: canonical path and path as written.
+  std::vector<std::pair<std::string, std::string>> stack;
   /// Files already validated (by canonical path): their load or validation errors.
   std::map<std::string, std::vector<Diagnostic>> done;
   std::map<std::string, std::shared_ptr<const GraphFile>> files;
@@ -532,11 +533,12 @@ void Validator::check_subgraph(const NodeSpec& node) {
   const std::filesystem::path child_path =
       std::filesystem::path(file_.path).parent_path() / spec.graph;
   const std::string id = identity(child_path.string());
-  if (const auto it = std::find(shared_.stack.begin(), shared_.stack.end(), id);
+  if (const auto it = std::find_if(shared_.stack.begin(), shared_.stack.end(),
+                                   [&](const auto& file) { return file.first == id; });
       it != shared_.stack.end()) {
     std::string chain;
-    for (auto i = it; i != shared_.stack.end(); ++i) chain += *i + " -> ";
-    chain += id;
+    for (auto i = it; i != shared_.stack.end(); ++i) chain += i->second + " -> ";
+    chain += child_path.string();
     error(node.at,
           node_name(node) + " runs '" + spec.graph + "', which includes itself (" + chain + ")",
           "subgraph");
@@ -548,7 +550,7 @@ void Validator::check_subgraph(const NodeSpec& node) {
     std::vector<Diagnostic> errors;
     try {
       auto child = std::make_shared<const GraphFile>(load_graph_file(child_path));
-      shared_.stack.push_back(id);
+      shared_.stack.emplace_back(id, child->path);
       Validation v = Validator(*child, actions_, shared_).run();
       shared_.stack.pop_back();
       for (Diagnostic& d : v.diagnostics) {
@@ -579,7 +581,8 @@ void Validator::check_subgraph(const NodeSpec& node) {
   // The inputs given against the child's declarations, when the names are written out.
   const auto child = shared_.files.find(id);
   if (child == shared_.files.end() || !spec.inputs.value().is_object()) return;
-  for (const auto& [name, value] : spec.inputs.value().items()) {
+  for (const auto& member : spec.inputs.value().items()) {
+    const std::string& name = member.key();  // (clang 14 cannot capture a structured binding)
     const auto& inputs = child->second->inputs;
     if (std::none_of(inputs.begin(), inputs.end(),
                      [&](const InputSpec& in) { return in.name == name; })) {
@@ -620,7 +623,7 @@ Validation Validator::run() {
 
 Validation validate(const GraphFile& file, const ActionRegistry& actions) {
   Shared shared;
-  shared.stack.push_back(identity(file.path));
+  shared.stack.emplace_back(identity(file.path), file.path);
   return Validator(file, actions, shared).run();
 }
 
