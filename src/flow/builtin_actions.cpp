@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "trellis/flow/errors.hpp"
+#include "trellis/flow/value_type.hpp"
 
 namespace trellis::flow {
 
@@ -133,7 +134,7 @@ class Params {
  public:
   Params(std::string_view action, const json& params, std::initializer_list<std::string_view> known)
       : action_(action), params_(params) {
-    if (!params.is_object()) fail(action_, "params must be an object, not " + kind(params));
+    if (!params.is_object()) fail(action_, "params must be an object, not " + a_kind(params));
     for (const auto& [key, value] : params.items()) {
       bool ok = false;
       for (std::string_view k : known) ok = ok || k == key;
@@ -168,7 +169,7 @@ class Params {
   [[noreturn]] void wrong_type(std::string_view name, std::string_view expected,
                                const json& value) const {
     fail(action_, "param '" + std::string(name) + "' must be " + std::string(expected) + ", not " +
-                      kind(value));
+                      a_kind(value));
   }
 
   [[noreturn]] void bad(std::string_view name, const std::string& reason) const {
@@ -176,23 +177,6 @@ class Params {
   }
 
   std::string_view action() const noexcept { return action_; }
-
-  static std::string kind(const json& value) {
-    switch (value.type()) {
-      case json::value_t::null:
-        return "null";
-      case json::value_t::boolean:
-        return "a boolean";
-      case json::value_t::string:
-        return "a string";
-      case json::value_t::array:
-        return "a list";
-      case json::value_t::object:
-        return "an object";
-      default:
-        return "a number";
-    }
-  }
 
  private:
   std::string text(std::string_view name, const json& value) const {

@@ -109,47 +109,6 @@ std::string_view op_text(Op op) {
   return "?";
 }
 
-std::string a_kind(TypeKind kind) {
-  switch (kind) {
-    case TypeKind::any:
-      return "any value";
-    case TypeKind::null:
-      return "null";
-    case TypeKind::boolean:
-      return "a boolean";
-    case TypeKind::number:
-      return "a number";
-    case TypeKind::string:
-      return "a string";
-    case TypeKind::list:
-      return "a list";
-    case TypeKind::object:
-      return "an object";
-  }
-  return "a value";
-}
-
-std::string a_kind(const json& value) {
-  switch (value.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      return "a number";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "a list";
-    case json::value_t::object:
-      return "an object";
-    default:
-      return "a value";
-  }
-}
-
 // Parses a number's text (the language's syntax: digits, an optional fraction, an optional
 // exponent; no sign). Integers that fit in int64 stay integers.
 std::optional<json> number_value(std::string_view text) {
@@ -1430,8 +1389,7 @@ bool Expression::test(const nlohmann::json& scope, const EvalContext& context) c
   const auto value = evaluate(scope, context);
   if (!value.is_boolean()) {
     throw expression_error(impl_->at, "the condition '" + impl_->text +
-                                          "' is not a boolean (it is " + detail::a_kind(value) +
-                                          ")");
+                                          "' is not a boolean (it is " + a_kind(value) + ")");
   }
   return value.get<bool>();
 }

@@ -34,32 +34,6 @@ Filter find_filter(std::string_view name) {
 
 constexpr std::string_view filter_names = "json, length, keys, upper, lower";
 
-std::string a_kind(TypeKind kind) {
-  switch (kind) {
-    case TypeKind::any:
-      return "any value";
-    case TypeKind::null:
-      return "null";
-    case TypeKind::boolean:
-      return "a boolean";
-    case TypeKind::number:
-      return "a number";
-    case TypeKind::string:
-      return "a string";
-    case TypeKind::list:
-      return "a list";
-    case TypeKind::object:
-      return "an object";
-  }
-  return "a value";
-}
-
-std::string a_kind(const json& value) {
-  if (value.is_object()) return a_kind(TypeKind::object);
-  if (value.is_array()) return a_kind(TypeKind::list);
-  return a_kind(Type::of(value).kind);
-}
-
 // One `${...}`.
 struct Interpolation {
   std::size_t offset = 0;  ///< the `$`

@@ -176,27 +176,6 @@ std::optional<json> resolve_plain(const std::string& s, std::string& error) {
   return json(s);
 }
 
-std::string json_kind(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      return "a number";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "a list";
-    case json::value_t::object:
-      return "a mapping";
-    default:
-      return "a value";
-  }
-}
-
 /// The JSON pointer of member `key` of the value at `base`.
 std::string pointer_to(const std::string& base, std::string_view key) {
   std::string p = base + '/';
@@ -483,7 +462,7 @@ class Reader {
         if (n.Tag() == "!" || n.Tag() == yaml_str) return "a string";
         std::string error;
         const std::optional<json> v = resolve_plain(n.Scalar(), error);
-        return v ? json_kind(*v) : std::string("a number");
+        return v ? a_kind(*v) : std::string("a number");
       }
       default:
         return "nothing";
@@ -700,8 +679,8 @@ void Reader::read_inputs(const YAML::Node& n, GraphFile& g) {
       if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) {
             return has_schema_type(*input.default_value, t);
           })) {
-        problem(d->value, path + ".default: " + json_kind(*input.default_value) +
-                              " is not of the input's type");
+        problem(d->value,
+                path + ".default: " + a_kind(*input.default_value) + " is not of the input's type");
       }
     }
     if (const Entry* d = m.find("description")) (void)string_of(d->value, path + ".description");
@@ -883,9 +862,8 @@ void Reader::read_foreach(const YAML::Node& n, const std::string& path, NodeSpec
     if (v && v->is_number() && v->get<double>() >= 0 && v->get<double>() <= 1) {
       spec.max_failure_ratio = v->get<double>();
     } else {
-      problem(r->value,
-              path + ".max_failure_ratio must be a number from 0 to 1, not " +
-                  (v ? (v->is_number() ? v->dump() : json_kind(*v)) : describe(r->value)));
+      problem(r->value, path + ".max_failure_ratio must be a number from 0 to 1, not " +
+                            (v ? (v->is_number() ? v->dump() : a_kind(*v)) : describe(r->value)));
     }
   }
   if (const Entry* c = m.find("max_concurrency")) {

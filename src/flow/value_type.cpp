@@ -131,4 +131,45 @@ std::string to_string(const Type& t) {
   return text;
 }
 
+std::string a_kind(TypeKind kind) {
+  switch (kind) {
+    case TypeKind::any:
+      return "any value";
+    case TypeKind::null:
+      return "null";
+    case TypeKind::boolean:
+      return "a boolean";
+    case TypeKind::number:
+      return "a number";
+    case TypeKind::string:
+      return "a string";
+    case TypeKind::list:
+      return "a list";
+    case TypeKind::object:
+      return "an object";
+  }
+  return "a value";
+}
+
+std::string a_kind(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return "a number";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::array:
+      return "a list";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    default:
+      return "a value";
+  }
+}
+
 }  // namespace trellis::flow

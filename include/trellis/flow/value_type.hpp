@@ -54,4 +54,9 @@ struct Type {
 /// "number", "list of string", "object" ...: for messages.
 std::string to_string(const Type& t);
 
+/// "a number", "a list", "an object", "any value" ...: a kind with its article, for messages.
+std::string a_kind(TypeKind kind);
+/// The kind of `value` the same way ("a number", "a string", "null", ...).
+std::string a_kind(const nlohmann::json& value);
+
 }  // namespace trellis::flow
