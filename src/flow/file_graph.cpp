@@ -162,51 +162,92 @@ class FileNode final : public ag::Node<FlowState> {
 
   ag::NextStep run(FlowState& s, ag::RunContext& ctx) override {
     const EvalContext ec{ag::detail::now_iso8601(ctx.clock())};
-    json scope = {{"inputs", s.inputs}, {"state", s.state}};
+    // The scope holds the run's inputs and state (moved in, not copied: a step's cost), and
+    // gives them back however the step ends.
+    json scope = json::object();
+    scope["inputs"] = std::move(s.inputs);
+    scope["state"] = std::move(s.state);
+    const auto give_back = [&] {
+      s.inputs = std::move(scope["inputs"]);
+      s.state = std::move(scope["state"]);
+    };
     std::vector<json> tolerated;  // a foreach's item failures its policy lets go
     try {
-      switch (spec_.kind) {
-        case NodeKind::action:
-          scope["result"] = call(spec_.action, spec_.params, scope, ec, ctx);
-          break;
-        case NodeKind::gate:
-          break;
-        case NodeKind::approval:
-          if (!ctx.resume()) return pause(scope, ec, ctx);
-          scope["decision"] = decision_value(*ctx.resume());
-          break;
-        case NodeKind::return_: {
-          s.output = spec_.output.render(scope, ec);
-          if (s.errors.empty()) return ag::Halt{};
-          return ag::Halt{.reason = ag::Reason::completed_with_errors, .detail = summary(s)};
-        }
-        case NodeKind::foreach:
-          scope["result"] = fan_out(tolerated, scope, ec, ctx);
-          break;
-        case NodeKind::subgraph:
-          throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
-                             "': subgraph nodes do not run in this release");
-      }
-      // The assign reads the state before it (scope["state"]), into a candidate; the edges
-      // read the candidate. Either failing discards the candidate.
-      json candidate = s.state;
-      for (const Assignment& a : spec_.assign)
-        assign_at(candidate, a.key, a.value.render(scope, ec), a.at);
-      scope["state"] = candidate;
-      const std::string to = route(scope, ec);
-      s.state = std::move(candidate);
+      ag::NextStep next = step(s, scope, ec, ctx, tolerated);
+      give_back();
       for (json& e : tolerated) s.errors.push_back(std::move(e));
-      return ag::Goto{to};
+      return next;
     } catch (const std::exception& e) {
+      give_back();  // the state as it was before the step (step() undid its assign)
       if (ctx.stop_requested() || engine_error(e)) throw;
       if (dynamic_cast<const ag::transient_error*>(&e) != nullptr &&
           ctx.attempt() + 1 < retry_attempts())
         throw;  // the retry policy tries again first
       return on_failure(s, e, ctx, ec);
+    } catch (...) {
+      give_back();
+      throw;
     }
   }
 
  private:
+  /// The node's work on `scope` (its "state" is the run's state): on success the state there
+  /// is the new one; when it throws, the state there is unchanged.
+  ag::NextStep step(FlowState& s, json& scope, const EvalContext& ec, ag::RunContext& ctx,
+                    std::vector<json>& tolerated) {
+    switch (spec_.kind) {
+      case NodeKind::action:
+        scope["result"] = call(spec_.action, spec_.params, scope, ec, ctx);
+        break;
+      case NodeKind::gate:
+        break;
+      case NodeKind::approval:
+        if (!ctx.resume()) return pause(scope, ec, ctx);
+        scope["decision"] = decision_value(*ctx.resume());
+        break;
+      case NodeKind::return_: {
+        s.output = spec_.output.render(scope, ec);
+        if (s.errors.empty()) return ag::Halt{};
+        return ag::Halt{.reason = ag::Reason::completed_with_errors, .detail = summary(s)};
+      }
+      case NodeKind::foreach:
+        scope["result"] = fan_out(tolerated, scope, ec, ctx);
+        break;
+      case NodeKind::subgraph:
+        throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                           "': subgraph nodes do not run in this release");
+    }
+    if (spec_.assign.empty()) return ag::Goto{route(scope, ec)};
+    // Every assign reads the state before the assign: all values are rendered first. Then they
+    // are applied in place, the top-level members they touch saved, and the edges read the new
+    // state; if applying or routing fails, the saved members are put back (the candidate is
+    // discarded).
+    std::vector<json> values;
+    values.reserve(spec_.assign.size());
+    for (const Assignment& a : spec_.assign) values.push_back(a.value.render(scope, ec));
+    json& state = scope["state"];
+    std::map<std::string, std::optional<json>, std::less<>> saved;
+    for (const Assignment& a : spec_.assign) {
+      const std::string top = a.key.substr(0, a.key.find('.'));
+      if (saved.contains(top)) continue;
+      const auto it = state.find(top);
+      saved.emplace(top, it == state.end() ? std::nullopt : std::optional<json>(*it));
+    }
+    try {
+      for (std::size_t i = 0; i < values.size(); ++i)
+        assign_at(state, spec_.assign[i].key, std::move(values[i]), spec_.assign[i].at);
+      return ag::Goto{route(scope, ec)};
+    } catch (...) {
+      for (auto& [key, old] : saved) {
+        if (old)
+          state[key] = std::move(*old);
+        else
+          state.erase(key);
+      }
+      throw;
+    }
+  }
+
   std::uint32_t retry_attempts() const {
     return g_.options.retry ? g_.options.retry->attempts : ag::RetryPolicy{}.attempts;
   }

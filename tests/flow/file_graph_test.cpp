@@ -460,3 +460,39 @@ nodes:
   auto other = make(bumped, a);
   CHECK_THROWS_AS(other.graph().resume("r2", store, ag::Approve{}), ag::graph_mismatch);
 }
+
+TEST_CASE(
+    "file graph: an edge whose condition fails on the assigned state undoes the assign, and "
+    "on_error sees the state as it was") {
+  Actions a;
+  auto fg = make(R"(trellis_graph: 1
+name: undo
+version: "1"
+start: step
+inputs:
+  s: {type: string, required: true}
+state: {x: 0, nested: {a: 1}}
+permissions: []
+nodes:
+  step:
+    gate: true
+    assign: {x: "${inputs.s}", nested.b: 2, fresh: yes}
+    next:
+      - {to: done, when: "state.x > 1"}
+      - {to: done}
+    on_error: recover
+  recover:
+    return: "${state}"
+  done:
+    return: ok
+)",
+                 a);
+  ag::MemoryStore store;
+  auto out = fg.run("r", {{"s", "text"}}, store);
+  REQUIRE(out.succeeded());
+  const json& st = out.state->output;
+  CHECK(st.at("x") == 0);
+  CHECK(st.at("nested") == json{{"a", 1}});
+  CHECK_FALSE(st.contains("fresh"));
+  CHECK(st.at("_last_error").at("code") == "flow.expression");
+}
