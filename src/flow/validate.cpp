@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -165,10 +166,28 @@ std::string identity(const std::string& path) {
   return ec ? path : canonical.string();
 }
 
+/// The file's nodes by name (GraphFile::node searches the list: a 500-node file's edges would
+/// cost a quarter of a million comparisons).
+using NodeIndex = std::unordered_map<std::string_view, const NodeSpec*>;
+NodeIndex index_nodes(const GraphFile& file) {
+  NodeIndex index;
+  index.reserve(file.nodes.size());
+  for (const NodeSpec& n : file.nodes) index.emplace(n.name, &n);
+  return index;
+}
+const NodeSpec* find_node(const NodeIndex& index, std::string_view name) {
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
 class Validator {
  public:
   Validator(const GraphFile& file, const ActionRegistry& actions, Shared& shared)
-      : file_(file), actions_(actions), shared_(shared), base_(base_scope(file)) {}
+      : file_(file),
+        actions_(actions),
+        shared_(shared),
+        base_(base_scope(file)),
+        nodes_(index_nodes(file)) {}
 
   Validation run();
 
@@ -211,6 +230,7 @@ class Validator {
   const ActionRegistry& actions_;
   Shared& shared_;
   Type base_;
+  NodeIndex nodes_;
   Validation out_;
   std::vector<std::pair<int, int>> keys_;  ///< each diagnostic's place in file order
 };
@@ -219,7 +239,7 @@ void Validator::check_structure() {
   if (file_.start.empty()) {
     error(file_.start_at, "the graph has no start (start: <the first node's name>)",
           "missing_start");
-  } else if (!file_.node(file_.start)) {
+  } else if (!find_node(nodes_, file_.start)) {
     error(file_.start_at, "start names '" + file_.start + "', which is not a node", "unknown_node");
   }
   if (!file_.permissions) {
@@ -230,12 +250,12 @@ void Validator::check_structure() {
   }
   for (const NodeSpec& node : file_.nodes) {
     for (const Branch& b : node.next) {
-      if (!file_.node(b.to)) {
+      if (!find_node(nodes_, b.to)) {
         error(b.at, node_name(node) + " goes to '" + b.to + "', which is not a node",
               "unknown_node");
       }
     }
-    if (!node.on_error.empty() && !file_.node(node.on_error)) {
+    if (!node.on_error.empty() && !find_node(nodes_, node.on_error)) {
       error(node.on_error_at,
             node_name(node) + ": on_error names '" + node.on_error + "', which is not a node",
             "unknown_node");
@@ -393,18 +413,19 @@ void Validator::check_node(const NodeSpec& node) {
 /// Every node's successors: its branches' targets and its on_error.
 std::map<std::string, std::vector<std::string>, std::less<>> successors(const GraphFile& file) {
   std::map<std::string, std::vector<std::string>, std::less<>> out;
+  const NodeIndex index = index_nodes(file);
   for (const NodeSpec& node : file.nodes) {
     std::vector<std::string>& next = out[node.name];
     for (const Branch& b : node.next) {
-      if (file.node(b.to)) next.push_back(b.to);
+      if (find_node(index, b.to)) next.push_back(b.to);
     }
-    if (!node.on_error.empty() && file.node(node.on_error)) next.push_back(node.on_error);
+    if (!node.on_error.empty() && find_node(index, node.on_error)) next.push_back(node.on_error);
   }
   return out;
 }
 
 void Validator::check_reachability() {
-  if (!file_.node(file_.start)) return;  // reported; everything would be unreachable
+  if (!find_node(nodes_, file_.start)) return;  // reported; everything would be unreachable
   const auto next = successors(file_);
   std::set<std::string, std::less<>> reached{file_.start};
   std::vector<std::string> todo{file_.start};
@@ -450,7 +471,7 @@ void Validator::check_cycles() {
           if (in) cycle += step.first + " -> ";
         }
         cycle += target;
-        error(file_.node(target)->at,
+        error(find_node(nodes_, target)->at,
               "the nodes " + cycle +
                   " form a cycle and max_steps is not given (set max_steps to bound each run)",
               "unbounded_cycle");
