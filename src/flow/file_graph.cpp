@@ -308,7 +308,7 @@ class FileNode final : public ag::Node<FlowState> {
   /// time, each recorded as soon as it finishes, so a crash re-runs only the items without a
   /// receipt. The results in input order (null for a failed item); the failures a policy
   /// tolerates are recorded in FlowState::errors.
-  json fan_out(std::vector<json>& tolerated, const json& scope, const EvalContext& ec,
+  json fan_out(std::vector<json>& tolerated, json& scope, const EvalContext& ec,
                ag::RunContext& ctx) {
     const ForeachSpec& f = *spec_.foreach;
     const json items = f.over.render(scope, ec);
@@ -319,12 +319,21 @@ class FileNode final : public ag::Node<FlowState> {
     // Every item's params are rendered and granted before any item runs.
     const Action* action = nullptr;
     std::vector<json> args(items.size());
+    // The item and its index join the scope in place (a copy of the scope per item would copy
+    // the list itself each time), and leave it after.
     for (std::size_t i = 0; i < items.size(); ++i) {
-      json item_scope = scope;
-      item_scope[f.as] = items[i];
-      item_scope["index"] = i;
-      action = &resolve(f.action, f.params, item_scope, ec, args[i]);
+      scope[f.as] = items[i];
+      scope["index"] = i;
+      try {
+        action = &resolve(f.action, f.params, scope, ec, args[i]);
+      } catch (...) {
+        scope.erase(f.as);
+        scope.erase("index");
+        throw;
+      }
     }
+    scope.erase(f.as);
+    scope.erase("index");
     if (action == nullptr) return json::array();  // no items
     ag::FanoutOptions options;
     options.concurrency = f.max_concurrency.value_or(g_.file.max_concurrency);
