@@ -489,6 +489,35 @@ std::string mismatch(const std::string& run_id, const std::string& stored,
          ours + "]";
 }
 
+/// Accepts `cp` (the newest checkpoint of its run, or the one a fork starts from) for this graph:
+/// its fingerprint is this graph's, or (Graph::resume_across_edits) it was written by an edit of
+/// it with the same version whose path (every node the run's checkpoints up to `cp` ran or wait
+/// at) this graph still has; `cp` then takes this graph's fingerprint. graph_mismatch otherwise.
+void accept_fingerprint(const GraphSpec& spec, Store& store, Checkpoint& cp,
+                        const std::string& fingerprint) {
+  if (cp.fingerprint == fingerprint) return;
+  const std::string same_version = "v=" + spec.version + ";nodes=";
+  if (!spec.resume_across_edits || !cp.fingerprint.starts_with(same_version))
+    throw graph_mismatch(mismatch(cp.run_id, cp.fingerprint, fingerprint));
+  auto missing = [&](const std::string& node) {
+    return !node.empty() && node != end_node && !spec.nodes.contains(node);
+  };
+  auto refuse = [&](const std::string& node) {
+    throw graph_mismatch("trellis: run '" + cp.run_id + "' was stored by an edit of this graph (" +
+                         cp.fingerprint + ") and its path goes through node '" + node +
+                         "', which this graph no longer has; keep the node, or finish the run "
+                         "with the graph it started with");
+  };
+  if (missing(cp.next_node)) refuse(cp.next_node);
+  if (missing(cp.resume_node)) refuse(cp.resume_node);
+  for (const Checkpoint& earlier : store.history(cp.run_id)) {
+    if (earlier.seq > cp.seq) break;
+    if (missing(earlier.next_node)) refuse(earlier.next_node);
+    if (missing(earlier.resume_node)) refuse(earlier.resume_node);
+  }
+  cp.fingerprint = fingerprint;
+}
+
 }  // namespace
 
 std::size_t GraphSpec::add_node(std::string name) {
@@ -616,9 +645,7 @@ RunResult continue_run(const GraphSpec& spec, StateInterface& typed, Store& stor
                        const Resume* decision, RunOptions& options, LeaseKeeper& keeper,
                        Checkpoint cp, bool claimed) {
   const std::string& run_id = cp.run_id;
-  const std::string fingerprint = spec.fingerprint();
-  if (cp.fingerprint != fingerprint)
-    throw graph_mismatch(mismatch(run_id, cp.fingerprint, fingerprint));
+  accept_fingerprint(spec, store, cp, spec.fingerprint());
   trellis::failpoint("resume.started", run_id);
   if (cp.status == RunStatus::Failed) {
     // A failed run whose compensations did not all run (a crash, or no function for them in
@@ -722,9 +749,7 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
   std::optional<Checkpoint> cp = store.checkpoint(from_id, seq);
   if (!cp)
     throw unknown_run("trellis: run '" + from_id + "' has no checkpoint " + std::to_string(seq));
-  const std::string fingerprint = spec.fingerprint();
-  if (cp->fingerprint != fingerprint)
-    throw graph_mismatch(mismatch(from_id, cp->fingerprint, fingerprint));
+  accept_fingerprint(spec, store, *cp, spec.fingerprint());
   fork_checkpoint(store, std::move(*cp), new_id, spec.entry, SystemClock::instance());
 }
 

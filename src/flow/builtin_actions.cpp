@@ -159,13 +159,6 @@ class Params {
     return text(name, *value);
   }
 
-  bool flag(std::string_view name, bool fallback) const {
-    const json* value = find(name);
-    if (value == nullptr) return fallback;
-    if (!value->is_boolean()) wrong_type(name, "a boolean", *value);
-    return value->get<bool>();
-  }
-
   [[noreturn]] void wrong_type(std::string_view name, std::string_view expected,
                                const json& value) const {
     fail(action_, "param '" + std::string(name) + "' must be " + std::string(expected) + ", not " +
@@ -321,32 +314,37 @@ json read_file(const ActionCall& call) {
   return {{"path", place.shown}, {"content", std::move(content)}, {"size", size}};
 }
 
-json write_file(const ActionCall& call) {
-  const Params params("write_file", call.params, {"path", "content", "append"});
+// write_file, and append_file (`append`): the same checks, then a replacement or an append.
+json write_or_append(const ActionCall& call, bool append) {
+  const char* const action = append ? "append_file" : "write_file";
+  if (!append && call.params.is_object() && call.params.contains("append")) {
+    fail(action,
+         "param 'append' is not a write_file param: appending is the action append_file "
+         "(at_least_once: a re-run appends again)");
+  }
+  const Params params(action, call.params, {"path", "content"});
   const std::string content = params.text("content");
-  const bool append = params.flag("append", false);
   const Place place = resolve(params, "path", call.work_dir);
   const mode_t mask = process_umask();
   trellis::detail::Modes modes;
   modes.file = 0666 & ~mask;
   modes.directory = 0777 & ~mask;
-  const trellis::detail::Directory dir =
-      open_directory("write_file", place, call.work_dir, true, modes);
+  const trellis::detail::Directory dir = open_directory(action, place, call.work_dir, true, modes);
   const std::string file = place.resolved.filename().string();
   const std::string quoted = "'" + place.shown + "'";
   const auto failed = [&](std::string_view step, int e) {
     if (e == ELOOP) {
-      fail("write_file", quoted + " is a symbolic link that leads out of the work directory");
+      fail(action, quoted + " is a symbolic link that leads out of the work directory");
     }
-    fail("write_file", quoted + ": " + std::string(step) + ": " + errno_text(e));
+    fail(action, quoted + ": " + std::string(step) + ": " + errno_text(e));
   };
 
   struct stat st {};
   const bool exists = ::fstatat(dir.fd(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) failed("stat", errno);
-  if (exists && S_ISDIR(st.st_mode)) fail("write_file", quoted + " is a directory");
+  if (exists && S_ISDIR(st.st_mode)) fail(action, quoted + " is a directory");
   if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-    fail("write_file", quoted + " is not a regular file");
+    fail(action, quoted + " is not a regular file");
   }
 
   if (append) {
@@ -356,7 +354,7 @@ json write_file(const ActionCall& call) {
       failed("open", e);
     }
     if (::fstat(fd.get(), &st) != 0) failed("stat", errno);
-    if (!S_ISREG(st.st_mode)) fail("write_file", quoted + " is not a regular file");
+    if (!S_ISREG(st.st_mode)) fail(action, quoted + " is not a regular file");
     if (const int e = trellis::detail::write_all(fd.get(), content)) failed("write", e);
     if (::fsync(fd.get()) != 0) failed("fsync", errno);
     if (::fstat(fd.get(), &st) != 0) failed("stat", errno);
@@ -379,6 +377,10 @@ json write_file(const ActionCall& call) {
   }
   return {{"path", place.shown}, {"size", content.size()}};
 }
+
+json write_file(const ActionCall& call) { return write_or_append(call, false); }
+
+json append_file(const ActionCall& call) { return write_or_append(call, true); }
 
 // --- exec ------------------------------------------------------------------------------------
 
@@ -802,10 +804,13 @@ void add_builtin_actions(ActionRegistry& registry) {
 
   ActionOptions write_options;
   write_options.description = "Writes a file below the run's work directory, atomically";
-  write_options.params_schema =
-      object_schema({{"path", "string"}, {"content", "string"}, {"append", "boolean"}});
+  write_options.params_schema = object_schema({{"path", "string"}, {"content", "string"}});
   write_options.result_schema = object_schema({{"path", "string"}, {"size", "integer"}});
+  ActionOptions append_options = write_options;
+  append_options.description = "Appends to a file below the run's work directory";
   registry.add("write_file", write_file, agent::EffectPolicy::idempotent, std::move(write_options));
+  registry.add("append_file", append_file, agent::EffectPolicy::at_least_once,
+               std::move(append_options));
 }
 
 }  // namespace trellis::flow

@@ -445,7 +445,7 @@ FileGraph::FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOpt
   const GraphFile& f = impl_->file;
   ag::Graph<FlowState>& g = impl_->graph;
   for (const NodeSpec& n : f.nodes) g.add(std::make_unique<FileNode>(*impl_, n));
-  g.entry(f.start).version(f.version);
+  g.entry(f.start).version(f.version).resume_across_edits();
   // Without max_steps the graph has no cycle (validate): each node runs at most once, an
   // approval twice (its pause and its rerun).
   g.max_steps(f.max_steps ? *f.max_steps : 2 * f.nodes.size() + 1);

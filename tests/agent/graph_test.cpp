@@ -1101,6 +1101,61 @@ TEST_CASE("agent: a run stored by another version of the graph throws graph_mism
   CHECK_THROWS_AS(h.resume("run-1", ag::Approve{}), ag::graph_mismatch);
 }
 
+TEST_CASE(
+    "agent: resume_across_edits resumes a run whose path the edited graph keeps, and "
+    "refuses one whose path it does not") {
+  Harness h;
+  h.node("a", [](Doc&, ag::RunContext&) -> ag::NextStep {
+     return ag::Interrupt{"wait", std::nullopt, "b"};
+   }).node("b", halt());
+  h.graph.entry("a").version("1");
+  REQUIRE(h.run("kept").interrupted());
+  REQUIRE(h.run("lost").interrupted());
+  const std::string stored = h.latest("kept").fingerprint;
+
+  // An edit that adds a node: the path (a, then b) is still there.
+  auto edit = [](ag::Graph<Doc>& g, bool relaxed) {
+    g.add(std::make_unique<FnNode>("a", halt(), PermissionMode::Plan, nullptr))
+        .add(std::make_unique<FnNode>("b", halt(), PermissionMode::Plan, nullptr))
+        .add(std::make_unique<FnNode>("extra", halt(), PermissionMode::Plan, nullptr))
+        .entry("a")
+        .version("1")
+        .resume_across_edits(relaxed);
+  };
+  auto o = h.options();
+  ag::Graph<Doc> strict;
+  edit(strict, false);
+  CHECK_THROWS_AS(strict.resume("kept", h.store, ag::Approve{}, o), ag::graph_mismatch);
+  ag::Graph<Doc> relaxed;
+  edit(relaxed, true);
+  auto out = relaxed.resume("kept", h.store, ag::Approve{}, o);
+  CHECK(out.succeeded());
+  // The checkpoints written after the edit carry the edited graph's fingerprint.
+  CHECK(h.latest("kept").fingerprint == relaxed.fingerprint());
+  CHECK(h.latest("kept").fingerprint != stored);
+
+  // An edit without node b, on whose path the waiting run is: refused, naming the node.
+  ag::Graph<Doc> without_b;
+  without_b.add(std::make_unique<FnNode>("a", halt(), PermissionMode::Plan, nullptr))
+      .add(std::make_unique<FnNode>("c", halt(), PermissionMode::Plan, nullptr))
+      .entry("a")
+      .version("1")
+      .resume_across_edits();
+  try {
+    without_b.resume("lost", h.store, ag::Approve{}, o);
+    FAIL("resumed a run whose path the graph lost");
+  } catch (const ag::graph_mismatch& e) {
+    CHECK(std::string(e.what()).find("'b'") != std::string::npos);
+  }
+  CHECK(h.latest("lost").status == RunStatus::WaitingApproval);
+
+  // Another version: refused whatever the nodes.
+  ag::Graph<Doc> bumped;
+  edit(bumped, true);
+  bumped.version("2");
+  CHECK_THROWS_AS(bumped.resume("lost", h.store, ag::Approve{}, o), ag::graph_mismatch);
+}
+
 TEST_CASE("agent: run ids with path separators or '..' throw invalid_run_id") {
   Harness h;
   h.node("a", halt());

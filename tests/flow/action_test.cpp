@@ -143,9 +143,10 @@ TEST_CASE("Action: the capability is the name unless the options derive one") {
   CHECK(registry.find("derived")->capability({{"x", "y"}}) == "derived:y");
 }
 
-TEST_CASE("ActionRegistry: with_builtins holds exec, read_file and write_file") {
+TEST_CASE("ActionRegistry: with_builtins holds exec, read_file, write_file and append_file") {
   const fl::ActionRegistry registry = fl::ActionRegistry::with_builtins();
-  CHECK(registry.names() == std::vector<std::string>{"exec", "read_file", "write_file"});
+  CHECK(registry.names() ==
+        std::vector<std::string>{"append_file", "exec", "read_file", "write_file"});
   CHECK(registry.find("exec")->policy == EffectPolicy::at_least_once);
   CHECK(registry.find("read_file")->policy == EffectPolicy::idempotent);
   CHECK(registry.find("write_file")->policy == EffectPolicy::idempotent);

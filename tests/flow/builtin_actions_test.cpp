@@ -310,13 +310,26 @@ TEST_CASE("write_file: a rewritten file keeps its permissions") {
   CHECK(fs::status(box.work / "run.sh").permissions() == fs::perms::owner_all);
 }
 
-TEST_CASE("write_file: append adds to the end and reports the file's size") {
+TEST_CASE("append_file: adds to the end and reports the file's size") {
   Sandbox box;
-  box.call("write_file", {{"path", "log.txt"}, {"content", "one\n"}, {"append", true}});
-  const json result =
-      box.call("write_file", {{"path", "log.txt"}, {"content", "two\n"}, {"append", true}});
+  box.call("append_file", {{"path", "log.txt"}, {"content", "one\n"}});
+  const json result = box.call("append_file", {{"path", "log.txt"}, {"content", "two\n"}});
   CHECK(result["size"] == 8);
   CHECK(slurp(box.work / "log.txt") == "one\ntwo\n");
+}
+
+TEST_CASE(
+    "append_file is declared at_least_once, write_file idempotent; write_file refuses "
+    "`append`, naming append_file") {
+  const fl::ActionRegistry registry = fl::ActionRegistry::with_builtins();
+  REQUIRE(registry.find("append_file") != nullptr);
+  CHECK(registry.find("append_file")->policy == trellis::agent::EffectPolicy::at_least_once);
+  CHECK(registry.find("write_file")->policy == trellis::agent::EffectPolicy::idempotent);
+  Sandbox box;
+  const std::string error =
+      error_of(box, "write_file", {{"path", "a"}, {"content", "x"}, {"append", true}});
+  CHECK(error.find("append_file") != std::string::npos);
+  CHECK(fs::is_empty(box.work));
 }
 
 TEST_CASE("write_file: a '..' component is refused and nothing is written") {
@@ -366,7 +379,7 @@ TEST_CASE("write_file: a symbolic link to a file outside is refused and the file
   put(box.outside / "secret", "keep");
   fs::create_symlink(box.outside / "secret", box.work / "secret");
   CHECK_THROWS_AS(box.call("write_file", {{"path", "secret"}, {"content", "x"}}), fl::action_error);
-  CHECK_THROWS_AS(box.call("write_file", {{"path", "secret"}, {"content", "x"}, {"append", true}}),
+  CHECK_THROWS_AS(box.call("append_file", {{"path", "secret"}, {"content", "x"}}),
                   fl::action_error);
   CHECK(slurp(box.outside / "secret") == "keep");
 }
@@ -374,9 +387,8 @@ TEST_CASE("write_file: a symbolic link to a file outside is refused and the file
 TEST_CASE("write_file: a dangling link out of the work directory is never followed") {
   Sandbox box;
   fs::create_symlink(box.outside / "new", box.work / "dangling");
-  CHECK_THROWS_AS(
-      box.call("write_file", {{"path", "dangling"}, {"content", "x"}, {"append", true}}),
-      fl::action_error);
+  CHECK_THROWS_AS(box.call("append_file", {{"path", "dangling"}, {"content", "x"}}),
+                  fl::action_error);
   CHECK_FALSE(fs::exists(box.outside / "new"));
   // Replacing puts a file where the link was.
   box.call("write_file", {{"path", "dangling"}, {"content", "x"}});
@@ -389,8 +401,6 @@ TEST_CASE("write_file: params of the wrong type are an action_error naming the p
   const std::string content = error_of(box, "write_file", {{"path", "a"}, {"content", 5}});
   CHECK(content.find("'write_file'") != std::string::npos);
   CHECK(content.find("'content'") != std::string::npos);
-  CHECK(error_of(box, "write_file", {{"path", "a"}, {"content", "x"}, {"append", "yes"}})
-            .find("'append'") != std::string::npos);
   CHECK(error_of(box, "write_file", {{"path", json::array()}, {"content", "x"}}).find("'path'") !=
         std::string::npos);
   CHECK(fs::is_empty(box.work));

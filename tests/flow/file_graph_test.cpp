@@ -462,6 +462,48 @@ nodes:
 }
 
 TEST_CASE(
+    "file graph: a file edited to add a node resumes its waiting runs; one that drops a node on "
+    "their path refuses them, naming it") {
+  Actions a;
+  const std::string v1 = R"(trellis_graph: 1
+name: edit
+version: "1"
+start: ask
+permissions: []
+nodes:
+  ask:
+    approval: {request: "go?"}
+    next: done
+  done:
+    return: v1
+)";
+  ag::MemoryStore store;
+  REQUIRE(make(v1, a).run("r", json::object(), store).interrupted());
+  REQUIRE(make(v1, a).run("r2", json::object(), store).interrupted());
+  // A new node, off the waiting runs' path (ask, then done).
+  const std::string added = v1 + R"(  later:
+    return: unused
+)";
+  auto grown = make(added, a);
+  auto out = grown.graph().resume("r", store, ag::Approve{});
+  REQUIRE(out.succeeded());
+  CHECK(out.state->output == "v1");
+
+  // `ask`, where the run waits, renamed: refused, nothing written.
+  std::string renamed = v1;
+  renamed.replace(renamed.find("start: ask"), 10, "start: gate");
+  renamed.replace(renamed.find("  ask:"), 6, "  gate:");
+  const auto before = store.history("r2").size();
+  try {
+    make(renamed, a).graph().resume("r2", store, ag::Approve{});
+    FAIL("resumed a run whose path the file lost");
+  } catch (const ag::graph_mismatch& e) {
+    CHECK(std::string(e.what()).find("'ask'") != std::string::npos);
+  }
+  CHECK(store.history("r2").size() == before);
+}
+
+TEST_CASE(
     "file graph: an edge whose condition fails on the assigned state undoes the assign, and "
     "on_error sees the state as it was") {
   Actions a;

@@ -204,6 +204,16 @@ class Graph : private detail::StateInterface {
     spec_.version = std::move(v);
     return *this;
   }
+  /// Lets a run stored by an edited graph resume when the edit kept the graph's version and
+  /// every node along the run's path (the nodes its checkpoints ran or wait at): the fingerprint
+  /// check then accepts it, and the run's later checkpoints carry this graph's fingerprint. Off
+  /// by default (any change of the node names refuses the run: graph_mismatch); graph files
+  /// turn it on. A worker claims runs by fingerprint, so a run stored by the graph before the
+  /// edit is advanced by resume(), not claimed by a worker holding only the edited graph.
+  Graph& resume_across_edits(bool on = true) {
+    spec_.resume_across_edits = on;
+    return *this;
+  }
   /// The state's schema version, and how to bring older stored states up to it.
   Graph& schema(int version, Migrate migrate = {}) {
     spec_.schema = version;

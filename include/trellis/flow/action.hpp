@@ -16,7 +16,8 @@
 ///                                {"properties", {{"id", {{"type", "string"}}}}}}});
 /// ```
 ///
-/// Built in (`with_builtins()`, builtin_actions.hpp): `exec`, `read_file`, `write_file`.
+/// Built in (`with_builtins()`, builtin_actions.hpp): `exec`, `read_file`, `write_file`,
+/// `append_file`.
 
 #include <filesystem>
 #include <functional>

@@ -20,12 +20,14 @@
 ///   after its stop: not a result).
 /// - `read_file` (idempotent): params `{path}`; result `{path, content, size}`. The content is
 ///   text (UTF-8; a file that is not is action_error), at most 16 MiB.
-/// - `write_file` (idempotent: the same params write the same bytes; not so with `append: true`,
-///   which appends again when re-run, so do not `cache` an appending node): params `{path,
-///   content, append: false}`; writes atomically (a temporary file renamed over, fsync'd, then
-///   the directory) unless appending (then fsync'd); creates missing directories below the work
-///   directory; a new file gets 0666 and a new directory 0777, less the umask, a rewritten file
-///   keeps its mode; result `{path, size}` (size: the file's, in bytes, after the write).
+/// - `write_file` (idempotent: the same params write the same bytes): params `{path, content}`;
+///   writes atomically (a temporary file renamed over, fsync'd, then the directory); creates
+///   missing directories below the work directory; a new file gets 0666 and a new directory
+///   0777, less the umask, a rewritten file keeps its mode; result `{path, size}` (size: the
+///   file's, in bytes, after the write). A param `append` is refused, naming append_file.
+/// - `append_file` (at_least_once: a re-run after a crash between the append and its receipt
+///   appends again; not cacheable): params `{path, content}`; appends, then fsyncs the file
+///   (and the directory when it created the file); otherwise as write_file.
 ///
 /// Params must be an object of the members listed (`null` counts as absent); an unknown
 /// member or one of the wrong type is action_error naming the action and the param.
@@ -39,7 +41,7 @@
 
 namespace trellis::flow {
 
-/// Adds `exec`, `read_file` and `write_file` to `registry`.
+/// Adds `exec`, `read_file`, `write_file` and `append_file` to `registry`.
 void add_builtin_actions(ActionRegistry& registry);
 
 }  // namespace trellis::flow

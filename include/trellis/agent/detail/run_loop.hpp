@@ -75,6 +75,7 @@ struct GraphSpec {
   std::uint64_t max_steps = 1000;
   RetryPolicy retry;
   std::string version = "1";
+  bool resume_across_edits = false;  ///< Graph::resume_across_edits
   int schema = 1;
   Migrate migrate;
   std::map<std::string, CompensateFn, std::less<>> compensations;
