@@ -3,8 +3,10 @@
 ///
 /// - `flow/load_validate/nodes:500`: load_graph_text + validate of a generated 500-node graph
 ///   (a chain of gates, each with an assign and a two-branch `when` edge list), from YAML text
-///   in memory. Target: <= 20 ms. Baseline `baseline/yaml_parse/nodes:500`: yaml-cpp's
-///   YAML::Load of the same text alone (what any YAML loader pays).
+///   in memory. Target: <= 20 ms. Baselines: `baseline/yaml_parse/nodes:500`, yaml-cpp's
+///   YAML::Load of the same text alone (its node tree built); `baseline/yaml_events/nodes:500`,
+///   yaml-cpp's Parser over the same text with a handler that keeps nothing (the parse any
+///   loader on yaml-cpp pays; the loader builds its own tree from these events).
 /// - `flow/step/file`: one run of a 20-node file graph (each node a gate: one assign, one
 ///   condition) on MemoryStore, from FileGraph's graph(); counter `us_per_step`.
 ///   Baseline `baseline/step/cpp`: the same 20 nodes written in C++ (Node<FlowState>, the same
@@ -16,6 +18,7 @@
 ///   foreach's items one after another in the node's thread. Baseline
 ///   `baseline/foreach_loop/items:1000`: a loop calling the same function 1,000 times.
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <trellis/agent/memory_store.hpp>
@@ -25,6 +28,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <sstream>
 #include <string>
 
 namespace {
@@ -64,6 +68,36 @@ void yaml_parse(benchmark::State& st) {
   for (auto _ : st) {
     YAML::Node n = YAML::Load(text);
     benchmark::DoNotOptimize(n);
+  }
+}
+
+/// Receives yaml-cpp's parser events and keeps none.
+class Ignore final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    benchmark::DoNotOptimize(value.data());
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+void yaml_events(benchmark::State& st) {
+  const std::string text = chain_yaml(static_cast<int>(st.range(0)));
+  for (auto _ : st) {
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    Ignore ignore;
+    while (parser.HandleNextDocument(ignore)) {
+    }
   }
 }
 
@@ -165,6 +199,10 @@ int main(int argc, char** argv) {
       ->ArgName("nodes")
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("baseline/yaml_parse", yaml_parse)
+      ->Arg(500)
+      ->ArgName("nodes")
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("baseline/yaml_events", yaml_events)
       ->Arg(500)
       ->ArgName("nodes")
       ->Unit(benchmark::kMillisecond);

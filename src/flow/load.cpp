@@ -17,20 +17,20 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/exceptions.h>
 
 #include <trellis/io/checksum.hpp>
 #include <trellis/io/file_io.hpp>
 
 #include "trellis/flow/errors.hpp"
 #include "trellis/flow/graph_file.hpp"
+#include "yaml_tree.hpp"
 
 namespace trellis::flow {
 
@@ -71,6 +71,7 @@ const NodeSpec* GraphFile::node(std::string_view name) const {
 
 namespace {
 
+using detail::YamlNode;
 using nlohmann::json;
 
 /// Values nested deeper than this are refused (a recursive alias, `&a [*a]`, is infinitely deep).
@@ -210,8 +211,8 @@ std::size_t distance(std::string_view a, std::string_view b) {
 /// One member of a mapping: its key's and its value's nodes.
 struct Entry {
   std::string name;
-  YAML::Node key;
-  YAML::Node value;
+  YamlNode key;
+  YamlNode value;
 };
 
 /// The members of a mapping, by name.
@@ -263,13 +264,13 @@ class Reader {
     }
     return {file_, static_cast<int>(line - line_starts_.begin()) + 1, column_};
   }
-  SourcePos at(const YAML::Node& n) { return at(n.Mark()); }
+  SourcePos at(const YamlNode& n) { return at(n.mark()); }
 
   /// Where a scalar's text starts: after an opening quote, on the line after a block scalar's
   /// indicator; the node's mark otherwise.
-  SourcePos content_at(const YAML::Node& n) {
+  SourcePos content_at(const YamlNode& n) {
     SourcePos p = at(n);
-    const YAML::Mark m = n.Mark();
+    const YAML::Mark m = n.mark();
     if (m.is_null() || m.pos < 0 || p.line == 0) return p;
     std::size_t pos = bom_ + static_cast<std::size_t>(m.pos);
     if (pos >= text_.size()) return p;
@@ -291,7 +292,7 @@ class Reader {
   void problem(SourcePos where, std::string message) {
     problems_.push_back({std::move(where), std::move(message)});
   }
-  void problem(const YAML::Node& n, std::string message) { problem(at(n), std::move(message)); }
+  void problem(const YamlNode& n, std::string message) { problem(at(n), std::move(message)); }
   void absorb(const graph_file_error& e) {
     problems_.insert(problems_.end(), e.problems().begin(), e.problems().end());
   }
@@ -299,10 +300,10 @@ class Reader {
   // --- values ------------------------------------------------------------------------------
 
   /// The JSON value of a scalar (nullopt: a problem recorded).
-  std::optional<json> scalar(const YAML::Node& n, const std::string& path) {
-    const std::string& tag = n.Tag();
-    if (n.IsNull()) return json(nullptr);
-    const std::string& text = n.Scalar();
+  std::optional<json> scalar(const YamlNode& n, const std::string& path) {
+    const std::string& tag = n.tag();
+    if (n.is_null()) return json(nullptr);
+    const std::string& text = n.scalar();
     if (tag == "!" || tag == yaml_str) return json(text);
     if (tag != "?" && tag != "" && tag != yaml_int && tag != yaml_float && tag != yaml_bool &&
         tag != yaml_null) {
@@ -327,9 +328,9 @@ class Reader {
     return v;
   }
 
-  /// The JSON value of any node, its strings' positions recorded in `positions` (by JSON
-  /// pointer) when given. nullopt: a problem recorded.
-  std::optional<json> value(const YAML::Node& n, const std::string& path,
+  /// The JSON value of any node, the positions of its strings that hold `${` (the templates)
+  /// recorded in `positions` (by JSON pointer) when given. nullopt: a problem recorded.
+  std::optional<json> value(const YamlNode& n, const std::string& path,
                             std::map<std::string, SourcePos>* positions = nullptr,
                             const std::string& pointer = "", int depth = 0) {
     if (++values_ > max_values) {
@@ -345,8 +346,8 @@ class Reader {
                      " levels (a recursive alias?)");
       return std::nullopt;
     }
-    const std::string& tag = n.Tag();
-    switch (n.Type()) {
+    const std::string& tag = n.tag();
+    switch (n.type()) {
       case YAML::NodeType::Sequence: {
         if (tag != "?" && tag != "" && tag != "!" && tag != yaml_seq) {
           problem(n, path + ": the YAML tag " + tag + " is not supported");
@@ -355,10 +356,11 @@ class Reader {
         json out = json::array();
         bool ok = true;
         std::size_t i = 0;
-        for (const YAML::Node& item : n) {
+        for (const YamlNode& item : n.items()) {
           const std::string index = std::to_string(i++);
-          std::optional<json> v = value(item, path + "[" + index + "]", positions,
-                                        pointer_to(pointer, index), depth + 1);
+          std::optional<json> v =
+              value(item, path + "[" + index + "]", positions,
+                    positions ? pointer_to(pointer, index) : std::string(), depth + 1);
           if (v) {
             out.push_back(std::move(*v));
           } else {
@@ -378,7 +380,8 @@ class Reader {
         for (Entry& e : entries(n, path, &ok)) {
           const std::string member = path.empty() ? e.name : path + "." + e.name;
           std::optional<json> v =
-              value(e.value, member, positions, pointer_to(pointer, e.name), depth + 1);
+              value(e.value, member, positions,
+                    positions ? pointer_to(pointer, e.name) : std::string(), depth + 1);
           if (v) {
             out[e.name] = std::move(*v);
           } else {
@@ -391,7 +394,10 @@ class Reader {
       case YAML::NodeType::Scalar:
       case YAML::NodeType::Null: {
         std::optional<json> v = scalar(n, path);
-        if (v && v->is_string() && positions) positions->emplace(pointer, content_at(n));
+        // Positions only where ValueTemplate::parse asks: strings that hold a `${`.
+        if (v && v->is_string() && positions &&
+            v->get_ref<const std::string&>().find("${") != std::string::npos)
+          positions->emplace(pointer, content_at(n));
         return v;
       }
       default:
@@ -402,31 +408,40 @@ class Reader {
 
   /// A mapping's members in file order: keys must be strings, each once (`*ok` becomes false
   /// when a key is refused).
-  std::vector<Entry> entries(const YAML::Node& map, const std::string& path, bool* ok = nullptr) {
+  std::vector<Entry> entries(const YamlNode& map, const std::string& path, bool* ok = nullptr) {
+    const auto& pairs = map.pairs();
     std::vector<Entry> out;
-    std::set<std::string, std::less<>> seen;
-    for (const auto& kv : map) {
-      const YAML::Node key = kv.first;
-      if (!key.IsScalar()) {
+    out.reserve(pairs.size());
+    // A key written twice: searched among the kept members in a small mapping, in a set of
+    // the keys (views of the tree's text) in a large one (`nodes`).
+    constexpr std::size_t small = 16;
+    std::unordered_set<std::string_view> seen;
+    for (const auto& kv : pairs) {
+      const YamlNode key = kv.first;
+      if (!key.is_scalar()) {
         problem(key, (path.empty() ? std::string("a") : path + ": a") +
                          " key must be a string, not " + describe(key));
         if (ok) *ok = false;
         continue;
       }
-      std::string name = key.Scalar();
-      if (!seen.insert(name).second) {
+      const std::string& name = key.scalar();
+      const bool repeated =
+          pairs.size() <= small
+              ? std::any_of(out.begin(), out.end(), [&](const Entry& e) { return e.name == name; })
+              : !seen.insert(name).second;
+      if (repeated) {
         problem(key, (path.empty() ? std::string() : path + ": ") + "the key '" + name +
                          "' appears twice");
         if (ok) *ok = false;
         continue;
       }
-      out.push_back({std::move(name), key, kv.second});
+      out.push_back({name, key, kv.second});
     }
     return out;
   }
 
   /// A mapping's members, each of which must be one of `allowed` (else a problem at its key).
-  Members members(const YAML::Node& map, const std::string& path,
+  Members members(const YamlNode& map, const std::string& path,
                   std::initializer_list<std::string_view> allowed) {
     std::vector<Entry> found = entries(map, path);
     std::vector<Entry> kept;
@@ -450,8 +465,8 @@ class Reader {
   }
 
   /// "a string", "a list" ...: what a node holds, for messages.
-  std::string describe(const YAML::Node& n) {
-    switch (n.Type()) {
+  std::string describe(const YamlNode& n) {
+    switch (n.type()) {
       case YAML::NodeType::Map:
         return "a mapping";
       case YAML::NodeType::Sequence:
@@ -459,9 +474,9 @@ class Reader {
       case YAML::NodeType::Null:
         return "null";
       case YAML::NodeType::Scalar: {
-        if (n.Tag() == "!" || n.Tag() == yaml_str) return "a string";
+        if (n.tag() == "!" || n.tag() == yaml_str) return "a string";
         std::string error;
-        const std::optional<json> v = resolve_plain(n.Scalar(), error);
+        const std::optional<json> v = resolve_plain(n.scalar(), error);
         return v ? a_kind(*v) : std::string("a number");
       }
       default:
@@ -469,22 +484,22 @@ class Reader {
     }
   }
 
-  bool expect_map(const YAML::Node& n, const std::string& path) {
-    if (n.IsMap()) return true;
+  bool expect_map(const YamlNode& n, const std::string& path) {
+    if (n.is_map()) return true;
     problem(n, path + " must be a mapping, not " + describe(n));
     return false;
   }
 
   // --- typed members -------------------------------------------------------------------------
 
-  std::optional<std::string> string_of(const YAML::Node& n, const std::string& path) {
-    if (n.IsScalar()) {
-      const bool quoted = n.Tag() == "!" || n.Tag() == yaml_str;
+  std::optional<std::string> string_of(const YamlNode& n, const std::string& path) {
+    if (n.is_scalar()) {
+      const bool quoted = n.tag() == "!" || n.tag() == yaml_str;
       std::string error;
-      if (quoted) return n.Scalar();
-      if (n.Tag() == "?") {
-        const std::optional<json> v = resolve_plain(n.Scalar(), error);
-        if (v && v->is_string()) return n.Scalar();
+      if (quoted) return n.scalar();
+      if (n.tag() == "?") {
+        const std::optional<json> v = resolve_plain(n.scalar(), error);
+        if (v && v->is_string()) return n.scalar();
       }
     }
     problem(n, path + " must be a string, not " + describe(n));
@@ -492,7 +507,7 @@ class Reader {
   }
 
   /// A string that must not be empty.
-  std::optional<std::string> name_of(const YAML::Node& n, const std::string& path) {
+  std::optional<std::string> name_of(const YamlNode& n, const std::string& path) {
     std::optional<std::string> s = string_of(n, path);
     if (s && s->empty()) {
       problem(n, path + " must not be empty");
@@ -501,8 +516,8 @@ class Reader {
     return s;
   }
 
-  std::optional<bool> bool_of(const YAML::Node& n, const std::string& path) {
-    if (n.IsScalar()) {
+  std::optional<bool> bool_of(const YamlNode& n, const std::string& path) {
+    if (n.is_scalar()) {
       std::optional<json> v = scalar(n, path);
       if (!v) return std::nullopt;
       if (v->is_boolean()) return v->get<bool>();
@@ -512,13 +527,13 @@ class Reader {
   }
 
   /// A whole number in [min, max].
-  std::optional<std::uint64_t> count_of(const YAML::Node& n, const std::string& path,
+  std::optional<std::uint64_t> count_of(const YamlNode& n, const std::string& path,
                                         std::uint64_t min, std::uint64_t max) {
     const std::string range =
         max == std::numeric_limits<std::uint64_t>::max()
             ? "a whole number of at least " + std::to_string(min)
             : "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-    if (n.IsScalar()) {
+    if (n.is_scalar()) {
       std::optional<json> v = scalar(n, path);
       if (!v) return std::nullopt;
       if (v->is_number_unsigned()) {
@@ -536,15 +551,15 @@ class Reader {
     return std::nullopt;
   }
 
-  std::optional<std::vector<std::string>> strings_of(const YAML::Node& n, const std::string& path) {
-    if (!n.IsSequence()) {
+  std::optional<std::vector<std::string>> strings_of(const YamlNode& n, const std::string& path) {
+    if (!n.is_sequence()) {
       problem(n, path + " must be a list of strings, not " + describe(n));
       return std::nullopt;
     }
     std::vector<std::string> out;
     bool ok = true;
     std::size_t i = 0;
-    for (const YAML::Node& item : n) {
+    for (const YamlNode& item : n.items()) {
       std::optional<std::string> s = name_of(item, path + "[" + std::to_string(i++) + "]");
       if (s) {
         out.push_back(std::move(*s));
@@ -558,7 +573,7 @@ class Reader {
 
   // --- templates -----------------------------------------------------------------------------
 
-  std::optional<Template> template_of(const YAML::Node& n, const std::string& path) {
+  std::optional<Template> template_of(const YamlNode& n, const std::string& path) {
     std::optional<std::string> text = string_of(n, path);
     if (!text) return std::nullopt;
     try {
@@ -570,7 +585,7 @@ class Reader {
   }
 
   /// A JSON value whose strings may hold templates; `map_only`: it must be a mapping.
-  ValueTemplate value_template_of(const YAML::Node& n, const std::string& path, bool map_only) {
+  ValueTemplate value_template_of(const YamlNode& n, const std::string& path, bool map_only) {
     if (map_only && !expect_map(n, path)) return {};
     std::map<std::string, SourcePos> positions;
     std::optional<json> v = value(n, path, &positions);
@@ -595,14 +610,14 @@ class Reader {
 
   // --- the graph's parts -----------------------------------------------------------------------
 
-  void read_inputs(const YAML::Node& n, GraphFile& g);
+  void read_inputs(const YamlNode& n, GraphFile& g);
   void read_node(const Entry& e, GraphFile& g);
-  void read_next(const YAML::Node& n, const std::string& path, NodeSpec& node);
-  void read_assign(const YAML::Node& n, const std::string& path, NodeSpec& node);
-  void read_approval(const YAML::Node& n, const std::string& path, NodeSpec& node);
-  void read_foreach(const YAML::Node& n, const std::string& path, NodeSpec& node);
-  void read_subgraph(const YAML::Node& n, const std::string& path, NodeSpec& node);
-  std::optional<std::chrono::seconds> duration_of(const YAML::Node& n, const std::string& path);
+  void read_next(const YamlNode& n, const std::string& path, NodeSpec& node);
+  void read_assign(const YamlNode& n, const std::string& path, NodeSpec& node);
+  void read_approval(const YamlNode& n, const std::string& path, NodeSpec& node);
+  void read_foreach(const YamlNode& n, const std::string& path, NodeSpec& node);
+  void read_subgraph(const YamlNode& n, const std::string& path, NodeSpec& node);
+  std::optional<std::chrono::seconds> duration_of(const YamlNode& n, const std::string& path);
 
   std::string_view text_;
   std::string file_;
@@ -636,7 +651,7 @@ bool has_schema_type(const json& v, std::string_view t) {
   return false;
 }
 
-void Reader::read_inputs(const YAML::Node& n, GraphFile& g) {
+void Reader::read_inputs(const YamlNode& n, GraphFile& g) {
   if (!expect_map(n, "inputs")) return;
   for (Entry& e : entries(n, "inputs")) {
     const std::string path = "inputs." + e.name;
@@ -658,7 +673,7 @@ void Reader::read_inputs(const YAML::Node& n, GraphFile& g) {
     }
     std::vector<std::string> types;
     if (const Entry* t = m.find("type")) {
-      if (t->value.IsSequence()) {
+      if (t->value.is_sequence()) {
         if (std::optional<std::vector<std::string>> list = strings_of(t->value, path + ".type"))
           types = std::move(*list);
       } else if (std::optional<std::string> s = name_of(t->value, path + ".type")) {
@@ -690,7 +705,7 @@ void Reader::read_inputs(const YAML::Node& n, GraphFile& g) {
   }
 }
 
-std::optional<std::chrono::seconds> Reader::duration_of(const YAML::Node& n,
+std::optional<std::chrono::seconds> Reader::duration_of(const YamlNode& n,
                                                         const std::string& path) {
   std::optional<std::string> s = string_of(n, path);
   if (!s) return std::nullopt;
@@ -727,18 +742,18 @@ std::optional<std::chrono::seconds> Reader::duration_of(const YAML::Node& n,
   return std::chrono::seconds(static_cast<std::int64_t>(count * unit));
 }
 
-void Reader::read_next(const YAML::Node& n, const std::string& path, NodeSpec& node) {
-  if (n.IsScalar()) {
+void Reader::read_next(const YamlNode& n, const std::string& path, NodeSpec& node) {
+  if (n.is_scalar()) {
     if (std::optional<std::string> to = name_of(n, path))
       node.next.push_back({*to, std::nullopt, content_at(n)});
     return;
   }
-  if (!n.IsSequence()) {
+  if (!n.is_sequence()) {
     problem(n, path + " must be a node's name or a list of {to, when}, not " + describe(n));
     return;
   }
   std::size_t i = 0;
-  for (const YAML::Node& item : n) {
+  for (const YamlNode& item : n.items()) {
     const std::string item_path = path + "[" + std::to_string(i++) + "]";
     if (!expect_map(item, item_path)) continue;
     const Members m = members(item, item_path, {"to", "when"});
@@ -776,7 +791,7 @@ bool is_state_key(std::string_view key) {
   }
 }
 
-void Reader::read_assign(const YAML::Node& n, const std::string& path, NodeSpec& node) {
+void Reader::read_assign(const YamlNode& n, const std::string& path, NodeSpec& node) {
   if (!expect_map(n, path)) return;
   for (Entry& e : entries(n, path)) {
     const std::string key_path = path + "." + e.name;
@@ -794,7 +809,7 @@ void Reader::read_assign(const YAML::Node& n, const std::string& path, NodeSpec&
   }
 }
 
-void Reader::read_approval(const YAML::Node& n, const std::string& path, NodeSpec& node) {
+void Reader::read_approval(const YamlNode& n, const std::string& path, NodeSpec& node) {
   if (!expect_map(n, path)) return;
   const Members m = members(n, path, {"request", "proposed_input", "risk_reason", "expires_in"});
   ApprovalSpec spec{Template::parse("", at(n)), ValueTemplate{}, std::nullopt, std::nullopt};
@@ -818,7 +833,7 @@ bool is_scope_root(std::string_view name) {
          name == "index" || name == "error" || name == "_now";
 }
 
-void Reader::read_foreach(const YAML::Node& n, const std::string& path, NodeSpec& node) {
+void Reader::read_foreach(const YamlNode& n, const std::string& path, NodeSpec& node) {
   if (!expect_map(n, path)) return;
   const Members m = members(
       n, path,
@@ -850,7 +865,7 @@ void Reader::read_foreach(const YAML::Node& n, const std::string& path, NodeSpec
     spec.params = empty_object();
   }
   const Entry* count = m.find("max_failures");
-  if (count && !count->value.IsNull()) {
+  if (count && !count->value.is_null()) {
     spec.max_failures = count_of(count->value, path + ".max_failures", 0,
                                  std::numeric_limits<std::uint64_t>::max());
   } else if (count || m.has("max_failure_ratio")) {
@@ -858,7 +873,7 @@ void Reader::read_foreach(const YAML::Node& n, const std::string& path, NodeSpec
   }
   if (const Entry* r = m.find("max_failure_ratio")) {
     std::optional<json> v =
-        r->value.IsScalar() ? scalar(r->value, path + ".max_failure_ratio") : std::nullopt;
+        r->value.is_scalar() ? scalar(r->value, path + ".max_failure_ratio") : std::nullopt;
     if (v && v->is_number() && v->get<double>() >= 0 && v->get<double>() <= 1) {
       spec.max_failure_ratio = v->get<double>();
     } else {
@@ -874,7 +889,7 @@ void Reader::read_foreach(const YAML::Node& n, const std::string& path, NodeSpec
   node.foreach = std::move(spec);
 }
 
-void Reader::read_subgraph(const YAML::Node& n, const std::string& path, NodeSpec& node) {
+void Reader::read_subgraph(const YamlNode& n, const std::string& path, NodeSpec& node) {
   if (!expect_map(n, path)) return;
   const Members m = members(n, path, {"graph", "inputs"});
   SubgraphSpec spec;
@@ -987,52 +1002,25 @@ void Reader::read_node(const Entry& e, GraphFile& g) {
   g.nodes.push_back(std::move(node));
 }
 
-/// Counts a stream's documents, remembering where the second starts. YAML::LoadAll is not used:
-/// on some malformed input, yaml-cpp 0.7 yields empty documents without end.
-class DocumentCounter final : public YAML::EventHandler {
- public:
-  int documents = 0;
-  YAML::Mark second;
-
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    if (++documents == 2) second = mark;
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
 GraphFile Reader::read() {
-  const std::string text(text_);
-  YAML::Node root;
-  DocumentCounter counter;
+  detail::YamlDocument doc;
   try {
-    root = YAML::Load(text);
-    std::istringstream stream(text);
-    YAML::Parser parser(stream);
-    if (parser.HandleNextDocument(counter)) (void)parser.HandleNextDocument(counter);
+    detail::parse_yaml(text_, doc);
   } catch (const YAML::Exception& e) {
     throw graph_file_error({{at(e.mark), "malformed YAML: " + e.msg}});
   }
+  const YamlNode root = doc.root;
   const SourcePos top{file_, 1, 1};
-  if (!root.IsMap()) {
-    throw graph_file_error({{root.IsDefined() && !root.IsNull() ? at(root) : top,
+  if (!root.is_map()) {
+    throw graph_file_error({{!root.is_null() ? at(root) : top,
                              "not a trellis graph file (a mapping with `trellis_graph: 1` "
                              "expected)"}});
   }
 
   // The format first: the rest of a newer file may mean something else.
   std::optional<Entry> format;
-  for (const auto& kv : root) {
-    if (kv.first.IsScalar() && kv.first.Scalar() == "trellis_graph") {
+  for (const auto& kv : root.pairs()) {
+    if (kv.first.is_scalar() && kv.first.scalar() == "trellis_graph") {
       format = Entry{"trellis_graph", kv.first, kv.second};
       break;
     }
@@ -1042,7 +1030,7 @@ GraphFile Reader::read() {
   }
   {
     std::optional<json> v =
-        format->value.IsScalar() ? scalar(format->value, "trellis_graph") : std::nullopt;
+        format->value.is_scalar() ? scalar(format->value, "trellis_graph") : std::nullopt;
     if (!v || !v->is_number_integer()) {
       throw graph_file_error({{at(format->value),
                                "not a trellis graph file (trellis_graph must "
@@ -1065,8 +1053,8 @@ GraphFile Reader::read() {
   g.path = file_;
   g.format = graph_file_format;
   g.start_at = at(root);
-  if (counter.documents > 1) {
-    problem(at(counter.second), "a graph file holds one YAML document, this one has more");
+  if (doc.second_document) {
+    problem(at(*doc.second_document), "a graph file holds one YAML document, this one has more");
   }
 
   const Members m =
@@ -1078,9 +1066,9 @@ GraphFile Reader::read() {
   }
   if (const Entry* e = m.find("version")) {
     // A number is taken as written (`version: 3` is "3").
-    std::optional<json> v = e->value.IsScalar() ? scalar(e->value, "version") : std::nullopt;
+    std::optional<json> v = e->value.is_scalar() ? scalar(e->value, "version") : std::nullopt;
     if (v && (v->is_string() || v->is_number())) {
-      g.version = e->value.Scalar();
+      g.version = e->value.scalar();
     } else {
       problem(e->value, "version must be a string, not " + describe(e->value));
     }
@@ -1118,7 +1106,7 @@ GraphFile Reader::read() {
   if (const Entry* e = m.find("env_requires")) {
     if (std::optional<std::vector<std::string>> names = strings_of(e->value, "env_requires")) {
       std::size_t i = 0;
-      for (const YAML::Node& item : e->value) {
+      for (const YamlNode& item : e->value.items()) {
         const std::string& name = (*names)[i];
         if (!is_identifier(name)) {
           problem(item, "env_requires[" + std::to_string(i) + "]: '" + name +
@@ -1135,7 +1123,7 @@ GraphFile Reader::read() {
     }
   }
 
-  detail::sha256_hex_into(text_, g.hash);
+  trellis::detail::sha256_hex_into(text_, g.hash);
 
   if (!problems_.empty()) {
     std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
@@ -1154,9 +1142,9 @@ GraphFile load_graph_text(std::string_view text, std::string name) {
 
 GraphFile load_graph_file(const std::filesystem::path& path) {
   const std::string name = path.string();
-  const detail::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const trellis::detail::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   std::string bytes;
-  const int error = fd ? detail::read_all(fd.get(), bytes) : errno;
+  const int error = fd ? trellis::detail::read_all(fd.get(), bytes) : errno;
   if (error != 0) {
     throw graph_file_error(
         {{{name, 0, 0}, "cannot read the graph file: " + std::generic_category().message(error)}});

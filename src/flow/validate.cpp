@@ -221,6 +221,13 @@ class Validator {
   void check_action(const NodeSpec& node, const std::string& name, const ValueTemplate& params,
                     const Type& scope);
   void check_edges(const NodeSpec& node, const Type& after);
+  /// The index in file_.nodes of the first node named as `node` is (names are unique in a
+  /// loaded file; a GraphFile built in code may repeat one).
+  std::size_t id(const NodeSpec& node) const {
+    return static_cast<std::size_t>(find_node(nodes_, node.name) - file_.nodes.data());
+  }
+  /// Every node's successors (its branches' targets and its on_error, those that exist), by id.
+  const std::vector<std::vector<std::size_t>>& successors();
   void check_reachability();
   void check_cycles();
   void check_state_keys();
@@ -231,6 +238,7 @@ class Validator {
   Shared& shared_;
   Type base_;
   NodeIndex nodes_;
+  std::optional<std::vector<std::vector<std::size_t>>> successors_;
   Validation out_;
   std::vector<std::pair<int, int>> keys_;  ///< each diagnostic's place in file order
 };
@@ -410,34 +418,37 @@ void Validator::check_node(const NodeSpec& node) {
   check_edges(node, after);
 }
 
-/// Every node's successors: its branches' targets and its on_error.
-std::map<std::string, std::vector<std::string>, std::less<>> successors(const GraphFile& file) {
-  std::map<std::string, std::vector<std::string>, std::less<>> out;
-  const NodeIndex index = index_nodes(file);
-  for (const NodeSpec& node : file.nodes) {
-    std::vector<std::string>& next = out[node.name];
+const std::vector<std::vector<std::size_t>>& Validator::successors() {
+  if (successors_) return *successors_;
+  std::vector<std::vector<std::size_t>>& out = successors_.emplace(file_.nodes.size());
+  for (const NodeSpec& node : file_.nodes) {
+    std::vector<std::size_t>& next = out[id(node)];
     for (const Branch& b : node.next) {
-      if (find_node(index, b.to)) next.push_back(b.to);
+      if (const NodeSpec* to = find_node(nodes_, b.to)) next.push_back(id(*to));
     }
-    if (!node.on_error.empty() && find_node(index, node.on_error)) next.push_back(node.on_error);
+    if (!node.on_error.empty()) {
+      if (const NodeSpec* to = find_node(nodes_, node.on_error)) next.push_back(id(*to));
+    }
   }
   return out;
 }
 
 void Validator::check_reachability() {
-  if (!find_node(nodes_, file_.start)) return;  // reported; everything would be unreachable
-  const auto next = successors(file_);
-  std::set<std::string, std::less<>> reached{file_.start};
-  std::vector<std::string> todo{file_.start};
+  const NodeSpec* start = find_node(nodes_, file_.start);
+  if (!start) return;  // reported; everything would be unreachable
+  const std::vector<std::vector<std::size_t>>& next = successors();
+  std::vector<bool> reached(file_.nodes.size());
+  std::vector<std::size_t> todo{id(*start)};
+  reached[todo.back()] = true;
   while (!todo.empty()) {
-    const std::string name = std::move(todo.back());
+    const std::size_t from = todo.back();
     todo.pop_back();
-    for (const std::string& to : next.at(name)) {
-      if (reached.insert(to).second) todo.push_back(to);
+    for (const std::size_t to : next[from]) {
+      if (!reached[to]) reached[to] = true, todo.push_back(to);
     }
   }
   for (const NodeSpec& node : file_.nodes) {
-    if (!reached.contains(node.name)) {
+    if (!reached[id(node)]) {
       warning(node.at, node_name(node) + " is unreachable from start '" + file_.start + "'",
               "unreachable_node");
     }
@@ -446,32 +457,33 @@ void Validator::check_reachability() {
 
 void Validator::check_cycles() {
   if (file_.max_steps) return;
-  const auto next = successors(file_);
+  const std::vector<std::vector<std::size_t>>& next = successors();
   enum class Mark { unseen, open, closed };
-  std::map<std::string, Mark, std::less<>> mark;
+  std::vector<Mark> mark(file_.nodes.size(), Mark::unseen);
   for (const NodeSpec& root : file_.nodes) {
-    if (mark[root.name] != Mark::unseen) continue;
+    const std::size_t first = id(root);
+    if (mark[first] != Mark::unseen) continue;
     // Depth-first without recursion: the path from root, each with its next successor's index.
-    std::vector<std::pair<std::string, std::size_t>> path{{root.name, 0}};
-    mark[root.name] = Mark::open;
+    std::vector<std::pair<std::size_t, std::size_t>> path{{first, 0}};
+    mark[first] = Mark::open;
     while (!path.empty()) {
-      auto& [name, i] = path.back();
-      const std::vector<std::string>& to = next.at(name);
+      auto& [from, i] = path.back();
+      const std::vector<std::size_t>& to = next[from];
       if (i == to.size()) {
-        mark[name] = Mark::closed;
+        mark[from] = Mark::closed;
         path.pop_back();
         continue;
       }
-      const std::string target = to[i++];
+      const std::size_t target = to[i++];
       if (mark[target] == Mark::open) {
         std::string cycle;
         bool in = false;
         for (const auto& step : path) {
           in = in || step.first == target;
-          if (in) cycle += step.first + " -> ";
+          if (in) cycle += file_.nodes[step.first].name + " -> ";
         }
-        cycle += target;
-        error(find_node(nodes_, target)->at,
+        cycle += file_.nodes[target].name;
+        error(file_.nodes[target].at,
               "the nodes " + cycle +
                   " form a cycle and max_steps is not given (set max_steps to bound each run)",
               "unbounded_cycle");
@@ -487,40 +499,42 @@ void Validator::check_cycles() {
 
 void Validator::check_state_keys() {
   // Every read of the state: the key it reads ("" for the whole state) and where.
+  // Positions and nodes by address (they outlive this function): a message is built only
+  // for a warning.
   struct Read {
     std::string key;
-    SourcePos at;
-    std::string node;
+    const SourcePos* at;
+    const NodeSpec* node;
   };
   std::vector<Read> reads;
-  auto paths = [&](const std::vector<Path>& list, const SourcePos& at, const std::string& node) {
+  auto paths = [&](const std::vector<Path>& list, const SourcePos& at, const NodeSpec& node) {
     for (const Path& p : list) {
-      if (!p.empty() && p.front() == "state") reads.push_back({p.size() > 1 ? p[1] : "", at, node});
+      if (!p.empty() && p.front() == "state")
+        reads.push_back({p.size() > 1 ? p[1] : "", &at, &node});
     }
   };
   for (const NodeSpec& node : file_.nodes) {
-    const std::string name = node_name(node);
     for (const Branch& b : node.next) {
-      if (b.when) paths(b.when->reads(), b.when->where(), name);
+      if (b.when) paths(b.when->reads(), b.when->where(), node);
     }
-    for (const Assignment& a : node.assign) paths(a.value.reads(), a.at, name);
-    paths(node.params.reads(), node.at, name);
-    paths(node.output.reads(), node.at, name);
+    for (const Assignment& a : node.assign) paths(a.value.reads(), a.at, node);
+    paths(node.params.reads(), node.at, node);
+    paths(node.output.reads(), node.at, node);
     if (node.approval) {
-      paths(node.approval->request.reads(), node.approval->request.where(), name);
-      paths(node.approval->proposed_input.reads(), node.at, name);
+      paths(node.approval->request.reads(), node.approval->request.where(), node);
+      paths(node.approval->proposed_input.reads(), node.at, node);
       if (node.approval->risk_reason)
-        paths(node.approval->risk_reason->reads(), node.approval->risk_reason->where(), name);
+        paths(node.approval->risk_reason->reads(), node.approval->risk_reason->where(), node);
     }
     if (node.foreach) {
-      paths(node.foreach->over.reads(), node.foreach->over.where(), name);
-      paths(node.foreach->params.reads(), node.at, name);
+      paths(node.foreach->over.reads(), node.foreach->over.where(), node);
+      paths(node.foreach->params.reads(), node.at, node);
     }
-    if (node.subgraph) paths(node.subgraph->inputs.reads(), node.at, name);
+    if (node.subgraph) paths(node.subgraph->inputs.reads(), node.at, node);
   }
 
   const auto assigned = assigned_roots(file_);
-  std::set<std::pair<std::string, std::string>> reported;  // (key, node): once each
+  std::set<std::pair<std::string_view, std::string_view>> reported;  // (key, node): once each
   bool whole_state_read = false;
   std::set<std::string, std::less<>> read_keys;
   for (const Read& r : reads) {
@@ -531,9 +545,9 @@ void Validator::check_state_keys() {
     read_keys.insert(r.key);
     const bool initial = file_.state.is_object() && file_.state.contains(r.key);
     if (r.key == "_last_error" || initial || assigned.contains(r.key)) continue;
-    if (!reported.insert({r.key, r.node}).second) continue;
-    warning(r.at,
-            r.node + " reads state." + r.key +
+    if (!reported.insert({r.key, r.node->name}).second) continue;
+    warning(*r.at,
+            node_name(*r.node) + " reads state." + r.key +
                 ", which no node assigns and the initial state does not have",
             "read_never_assigned");
   }

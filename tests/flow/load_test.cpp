@@ -285,6 +285,17 @@ TEST_CASE("load: a key written twice is refused") {
   CHECK(contains(e.problems()[0].message, "the key 'a' appears twice"));
 }
 
+TEST_CASE("load: a key written twice is refused in a mapping of many members too") {
+  // The loader looks repeated keys up differently in mappings of more than 16 members.
+  std::string nodes;
+  for (int i = 0; i < 30; ++i) nodes += "  n" + std::to_string(i) + ": {return: null}\n";
+  nodes += "  n7: {return: 1}\n";
+  const fl::graph_file_error e = load_error(graph_with(nodes));
+  REQUIRE(e.problems().size() == 1);
+  CHECK(e.problems()[0].at == fl::SourcePos{"test.yaml", 36, 3});
+  CHECK(contains(e.problems()[0].message, "the key 'n7' appears twice"));
+}
+
 TEST_CASE("load: scalars follow the YAML 1.2 core schema; quoted ones stay strings") {
   const fl::GraphFile g = fl::load_graph_text(
       graph_with("  a: {return: null}\n",
