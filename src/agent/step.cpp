@@ -128,6 +128,7 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   host.node(node);
   EffectRunner effects(store, run_id, commit ? keeper->token() : LeaseToken{}, clock, host);
   effects.keep_log();
+  effects.chain_from(cp.hash);
   if (!commit) effects.dry(&options.stubs);
   // The same keys a real step of this node at this position uses (run_loop.cpp): the rerun of
   // a node after its pause keys them by the step it paused at.

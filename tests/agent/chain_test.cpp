@@ -29,12 +29,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Ledger, n, x)
 struct Work final : ag::Node<Ledger> {
   std::string_view name() const override { return "work"; }
   ag::NextStep run(Ledger& s, ag::RunContext& ctx) override {
-    ctx.effect("charge", {{"n", s.n}}, ag::EffectPolicy::idempotent,
-               [](const ag::EffectCall& c) { return nlohmann::json{{"id", c.key.substr(0, 8)}}; });
+    ctx.effect("charge", {{"n", s.n}}, ag::EffectPolicy::idempotent, [](const ag::EffectCall& c) {
+      return nlohmann::json{{"id", c.key.substr(0, 8)}};
+    });
     std::vector<nlohmann::json> items{{{"to", "a"}}, {{"to", "b"}}, {{"to", "c"}}};
-    ctx.effects("notify", std::move(items), ag::EffectPolicy::idempotent,
-                [](const ag::EffectCall& c) { return c.args.at("to"); },
-                ag::FanoutOptions{.concurrency = 3});
+    ctx.effects(
+        "notify", std::move(items), ag::EffectPolicy::idempotent,
+        [](const ag::EffectCall& c) { return c.args.at("to"); },
+        ag::FanoutOptions{.concurrency = 3});
     ++s.n;
     s.x += 0.25;
     return s.n < 2 ? ag::NextStep{ag::Goto{"work"}} : ag::NextStep{ag::Goto{"gate"}};
