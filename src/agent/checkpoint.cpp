@@ -120,6 +120,9 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
   if (c.reconciliation) j["reconciliation"] = *c.reconciliation;
   if (!c.wake_at.empty()) j["wake_at"] = c.wake_at;
   if (c.priority != 0) j["priority"] = c.priority;
+  if (!c.receipts.empty()) j["receipts"] = c.receipts;
+  if (!c.prev_hash.empty()) j["prev_hash"] = c.prev_hash;
+  if (!c.hash.empty()) j["hash"] = c.hash;
 }
 
 void from_json(const nlohmann::json& j, Checkpoint& c) {
@@ -154,6 +157,12 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (auto w = j.find("wake_at"); w != j.end()) w->get_to(c.wake_at);
     c.priority = 0;
     if (auto p = j.find("priority"); p != j.end()) p->get_to(c.priority);
+    c.receipts.clear();  // the hash chain: absent before it existed, and while unsealed
+    if (auto r = j.find("receipts"); r != j.end()) r->get_to(c.receipts);
+    c.prev_hash.clear();
+    if (auto h = j.find("prev_hash"); h != j.end()) h->get_to(c.prev_hash);
+    c.hash.clear();
+    if (auto h = j.find("hash"); h != j.end()) h->get_to(c.hash);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: a checkpoint record does not decode: ") + e.what());
   }

@@ -142,6 +142,8 @@ void to_json(nlohmann::json& j, const EffectRecord& r) {
        {"started_at", r.started_at},
        {"finished_at", r.finished_at}};
   if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
+  if (!r.prev_hash.empty()) j["prev_hash"] = r.prev_hash;
+  if (!r.hash.empty()) j["hash"] = r.hash;
 }
 
 void from_json(const nlohmann::json& j, EffectRecord& r) {
@@ -165,6 +167,10 @@ void from_json(const nlohmann::json& j, EffectRecord& r) {
     r.reconciliation.reset();  // absent before reconciliations existed, and when none
     if (auto rec = j.find("reconciliation"); rec != j.end())
       from_json(*rec, r.reconciliation.emplace());
+    r.prev_hash.clear();  // the hash chain: absent before it existed, and while unsealed
+    if (auto h = j.find("prev_hash"); h != j.end()) h->get_to(r.prev_hash);
+    r.hash.clear();
+    if (auto h = j.find("hash"); h != j.end()) h->get_to(r.hash);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: an effect record does not decode: ") + e.what());
   }

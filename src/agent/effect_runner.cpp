@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checkpoint_codec.hpp"
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/failpoint.hpp"
 
@@ -81,6 +82,26 @@ void EffectRunner::replayed(const EffectRecord& r) {
   if (host_.observed()) event(EventKind::effect_replayed, describe(r), false);
 }
 
+void EffectRunner::note(const EffectRecord& r) {
+  std::lock_guard lock(mu_);
+  hashes_.insert_or_assign(r.key, r.hash);
+}
+
+std::vector<std::string> EffectRunner::receipts(const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  std::lock_guard lock(mu_);
+  for (const std::string& key : keys) {
+    if (const auto h = hashes_.find(key); h != hashes_.end()) {
+      out.push_back(h->second);
+    } else {  // not seen by this attempt (never the case for a key it listed): as stored
+      const std::optional<EffectRecord> stored = store_.effect(run_id_, key);
+      out.push_back(stored ? stored->hash : std::string());
+    }
+  }
+  return out;
+}
+
 void EffectRunner::logged(const EffectRecord& r, EffectSource source) {
   if (!keep_log_) return;
   std::lock_guard lock(mu_);
@@ -116,6 +137,7 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   step_ = step;
   next_ordinal_ = 0;
   keys_.clear();
+  hashes_.clear();
   replayed_.clear();
   key_prefix_.clear();  // computed by the attempt's first effect
   reconciliation_.reset();
@@ -257,6 +279,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
   std::optional<EffectRecord> stored;
   infrastructure([&] { stored = store_.effect(run_id_, rec.key); });
   if (stored) {
+    note(*stored);
     switch (stored->status) {
       case EffectStatus::succeeded:
         replayed(*stored);
@@ -292,6 +315,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
   }
 
   rec.started_at = now();
+  seal(rec, chain_head_);
   infrastructure([&] {
     trellis::failpoint("effect.before_started", run_id_);
     store_.put_effect(rec, lease_);
@@ -304,11 +328,13 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
   outcome_into(
       rec, [&] { return fn(call); }, "call");
   rec.finished_at = now();
+  seal(rec, chain_head_);
   infrastructure([&] {
     trellis::failpoint("effect.after_call", run_id_);
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_receipt", run_id_);
   });
+  note(rec);
   logged(rec, EffectSource::ran);
   nlohmann::json detail = describe(rec);
   switch (rec.status) {
@@ -366,6 +392,7 @@ CompensationReport EffectRunner::compensate() {
     rec.compensates = effect.key;
     rec.issued = previous != done.end() ? previous->second->issued + 1 : 1;
     rec.started_at = now();
+    seal(rec, chain_head_);
     store_.put_effect(rec, lease_);
     host_.effect_event(EventKind::compensation_started, describe(rec), true);
 
@@ -375,6 +402,7 @@ CompensationReport EffectRunner::compensate() {
         rec, [&] { return (*fn)(call, effect.result); }, "compensation");
     trellis::failpoint("compensation.after_call", run_id_);
     rec.finished_at = now();
+    seal(rec, chain_head_);
     store_.put_effect(rec, lease_);
     nlohmann::json detail = describe(rec);
     detail["compensates"] = effect.key;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/detail/run_loop.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/event_kind.hpp"
@@ -46,8 +47,11 @@ Checkpoint following(const Checkpoint& cp, Clock& clock) {
   c.reason = Reason::none;
   c.detail.clear();
   c.effects.clear();
+  c.receipts.clear();
   c.reconciliation.reset();
   c.wake_at.clear();  // a decision, a cancellation, a reconciliation: the timer is over
+  c.prev_hash = cp.hash;  // sealed (chain.hpp) once complete, before its commit
+  c.hash.clear();
   return c;
 }
 
@@ -118,6 +122,7 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
   } else {
     next.status = allowed(run_id, cp.status, RunEvent::Decide, "decide on it");
   }
+  seal(next, cp.hash);
   store.commit(next, cp.seq, lease.token());
   nlohmann::json detail = *next.decision;  // as the run loop logs it: no request, no input value
   detail.erase("request");
@@ -160,6 +165,7 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
   next.cancel_handled = out.request;
   next.detail = "cancelled" + (by.empty() ? std::string() : " by " + by) +
                 (reason.empty() ? std::string() : ": " + reason);
+  seal(next, cp.hash);
   store.commit(next, cp.seq, lease->token());
   log_event(store, next, EventKind::cancelled,
             {{"request", out.request}, {"by", by}, {"reason", reason}});
@@ -209,7 +215,9 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
       receipt.error = "reconciled: it did not happen" + (r.by.empty() ? "" : " (by " + r.by + ")");
     }
     receipt.reconciliation = r;
+    seal(receipt, cp.hash);
     store.put_effect(receipt, lease.token());
+    rec = std::move(receipt);
   } else {
     r = *rec->reconciliation;  // a reconciliation cut off between its two writes: finished
   }
@@ -219,6 +227,10 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
   // Reopening the run answers the cancel requests made so far (they were for the failed run).
   if (const auto asked = store.cancel_requests(run_id, cp.cancel_handled); !asked.empty())
     next.cancel_handled = asked.back().id;
+  // It names the record it replaced, so the chain holds its new receipt (chain.hpp).
+  next.effects = {rec->key};
+  next.receipts = {rec->hash};
+  seal(next, cp.hash);
   store.commit(next, cp.seq, lease.token());
   log_event(store, next, EventKind::reconciled, *next.reconciliation);
   return next;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <random>
 
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/detail/cancel_watcher.hpp"
 #include "trellis/agent/detail/effect_runner.hpp"
 #include "trellis/agent/detail/lease_keeper.hpp"
@@ -48,6 +49,7 @@ class Execution final : public EffectHost {
         state_(std::move(state)),
         life_(ctx_, cp_.status, lifecycle()),
         effects_(store, cp_.run_id, keeper.token(), clock_, *this) {
+    effects_.chain_from(cp_.hash);
     if (options_.monitor != nullptr) options_.monitor->set(cp_.status);
     if (options_.on_status || options_.monitor != nullptr)
       status_sub_ = life_.on_transition([this](RunStatus from, RunStatus to) {
@@ -426,8 +428,11 @@ class Execution final : public EffectHost {
         !(next.status == RunStatus::Failed && next.reason == Reason::approval_expired))
       next.interrupt.reset();
     next.effects = effects_.take_keys();
+    next.receipts = effects_.receipts(next.effects);
+    seal(next, cp_.hash);
     store_.commit(next, cp_.seq, keeper_.token());
     cp_ = std::move(next);
+    effects_.chain_from(cp_.hash);
     trellis::failpoint("step.after_commit", cp_.run_id);
   }
 
@@ -631,6 +636,7 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
   first.schema = spec.schema;
   first.fingerprint = spec.fingerprint();
   first.created_at = now_iso8601(clock_of(options));
+  seal(first, "");
   store.put_graph(spec.shape());  // for programs that draw the run without the graph
   store.create(first);
   Execution ex(spec, typed, store, options, keeper, std::move(first), std::move(initial));
@@ -720,6 +726,7 @@ void enqueue_run(const GraphSpec& spec, StateInterface& typed, const std::string
   first.priority = options.priority;
   if (options.at) first.wake_at = format_time(*options.at);
   first.created_at = now_iso8601(clock);
+  seal(first, "");
   if (store.latest(run_id))
     throw graph_error("trellis: run '" + run_id + "' already exists; resume it instead");
   store.put_graph(spec.shape());
@@ -793,6 +800,8 @@ Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
     first.detail.clear();
   }
   first.created_at = now_iso8601(clock);
+  first.receipts.clear();
+  seal(first, "");  // a new chain: the source run's links are not the fork's
   store.create(first);
   return first;
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <exception>
 
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/detail/effect_runner.hpp"
 #include "trellis/agent/detail/lease_keeper.hpp"
 #include "trellis/agent/errors.hpp"
@@ -127,6 +128,7 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   host.node(node);
   EffectRunner effects(store, run_id, commit ? keeper->token() : LeaseToken{}, clock, host);
   effects.keep_log();
+  effects.chain_from(cp.hash);
   if (!commit) effects.dry(&options.stubs);
   // The same keys a real step of this node at this position uses (run_loop.cpp): the rerun of
   // a node after its pause keys them by the step it paused at.
@@ -213,6 +215,8 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   c.created_at = now_iso8601(clock);
   if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
   c.effects = effects.take_keys();
+  c.receipts = effects.receipts(c.effects);
+  seal(c, cp.hash);
   store.commit(c, cp.seq, keeper->token());
   out.committed = true;
   out.checkpoint = c;

@@ -10,6 +10,7 @@
 
 #include <trellis/io/utc_time.hpp>
 
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/errors.hpp"
@@ -172,8 +173,26 @@ void hold(RunWrite& run, const std::string& run_id, const LeaseToken& lease) {
 
 }  // namespace
 
-void StoreProtocol::create(const Checkpoint& first) {
-  check_run_id(first.run_id);
+// A record that arrives without a hash (from a direct user of the Store) is sealed here; the
+// run loop, the operations and the effect protocol seal what they write themselves, where the
+// predecessor is in memory (no read: PostgreSQL's commit stays one statement).
+
+Checkpoint StoreProtocol::sealed(const Checkpoint& c, std::string_view prev_hash) {
+  Checkpoint out = c;
+  out.receipts.clear();
+  for (const std::string& key : out.effects) {
+    std::optional<EffectRecord> e = read_effect(c.run_id, key);
+    out.receipts.push_back(e ? e->hash : std::string());
+  }
+  seal(out, prev_hash);
+  return out;
+}
+
+void StoreProtocol::create(const Checkpoint& given) {
+  check_run_id(given.run_id);
+  std::optional<Checkpoint> own;
+  if (given.hash.empty()) own = sealed(given, "");
+  const Checkpoint& first = own ? *own : given;
   auto body = [&](RunWrite& run) {
     if (run.newest_seq()) throw run_busy("trellis: run '" + first.run_id + "' already exists");
     run.insert_first(first);
@@ -181,9 +200,17 @@ void StoreProtocol::create(const Checkpoint& first) {
   write_run(first.run_id, WriteKind::create, body);
 }
 
-void StoreProtocol::commit(const Checkpoint& next, std::uint64_t expected_seq,
+void StoreProtocol::commit(const Checkpoint& given, std::uint64_t expected_seq,
                            const LeaseToken& lease) {
-  check_run_id(next.run_id);
+  check_run_id(given.run_id);
+  std::optional<Checkpoint> own;
+  if (given.hash.empty()) {
+    // Its predecessor never changes once the version check below passes (and when it fails,
+    // nothing is written).
+    const std::optional<Checkpoint> prev = read_checkpoint(given.run_id, expected_seq);
+    own = sealed(given, prev ? prev->hash : std::string());
+  }
+  const Checkpoint& next = own ? *own : given;
   auto body = [&](RunWrite& run) {
     const std::optional<std::uint64_t> newest = run.newest_seq();
     if (!newest) throw unknown_run("trellis: no run '" + next.run_id + "' in the store");
@@ -233,8 +260,15 @@ void StoreProtocol::renew(const LeaseToken& lease) {
   write_run(lease.run_id, WriteKind::renew, body);
 }
 
-void StoreProtocol::put_effect(const EffectRecord& record, const LeaseToken& lease) {
-  check_run_id(record.run_id);
+void StoreProtocol::put_effect(const EffectRecord& given, const LeaseToken& lease) {
+  check_run_id(given.run_id);
+  std::optional<EffectRecord> own;
+  if (given.hash.empty()) {
+    const std::optional<Checkpoint> newest = read_latest(given.run_id);
+    own = given;
+    seal(*own, newest ? newest->hash : std::string());
+  }
+  const EffectRecord& record = own ? *own : given;
   auto body = [&](RunWrite& run) {
     if (!run.newest_seq())
       throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +

@@ -139,6 +139,9 @@ int runs_history(Session& s, const std::string& run, bool diff);
 int runs_events(Session& s, const std::string& run, bool follow, std::uint64_t after,
                 std::chrono::milliseconds poll);
 int runs_effects(Session& s, const std::string& run);
+/// The exit status of `runs verify` for a run whose hash chain is broken (docs/cli.md).
+inline constexpr int exit_chain_broken = 6;
+int runs_verify(Session& s, const std::string& run);
 int runs_draw(Session& s, const std::string& run, const std::string& format);
 int approvals_ls(Session& s);
 

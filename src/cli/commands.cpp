@@ -123,6 +123,11 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
   effects->add_option("RUN", run_id, "the run")->required();
   effects->callback([&] { action = [&](Session& s) { return runs_effects(s, run_id); }; });
 
+  CLI::App* verify = runs->add_subcommand(
+      "verify", "check a run's hash chain; name its first broken link (exit 6 when broken)");
+  verify->add_option("RUN", run_id, "the run")->required();
+  verify->callback([&] { action = [&](Session& s) { return runs_verify(s, run_id); }; });
+
   std::string format = "mermaid";
   CLI::App* draw = runs->add_subcommand("draw", "a run's path over its graph");
   draw->add_option("RUN", run_id, "the run")->required();

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_support.hpp"
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/diagram.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/follow.hpp"
@@ -298,6 +299,20 @@ int runs_events(Session& s, const std::string& run, bool follow, std::uint64_t a
   sigaction(SIGTERM, &old_term, nullptr);
   if (failure) std::rethrow_exception(failure);
   return 0;
+}
+
+int runs_verify(Session& s, const std::string& run) {
+  Store& store = s.store(Access::read);
+  if (!store.latest(run)) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
+  const ChainReport report = verify_chain(store, run);
+  if (s.json()) {
+    nlohmann::json doc = document("chain");
+    doc.update(nlohmann::json(report));
+    print_json(doc);
+  } else {
+    std::cout << report.text() << '\n';
+  }
+  return report.intact() ? 0 : exit_chain_broken;
 }
 
 int runs_effects(Session& s, const std::string& run) {

@@ -52,7 +52,7 @@ set_tests_properties(trellis_store_concurrency trellis_store_conformance_concurr
 
 # Operators' records and the operations over them (issue 14), over every store.
 trellis_add_test_executable(trellis_store_operations_tests LAYERS sqlite postgres
-  ${CMAKE_CURRENT_LIST_DIR}/store_operations_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/store_operations_test.cpp ${CMAKE_CURRENT_LIST_DIR}/chain_test.cpp)
 target_link_libraries(trellis_store_operations_tests PRIVATE trellis::sqlite OpenSSL::Crypto
                                                              SQLite::SQLite3 PostgreSQL::PostgreSQL)
 target_compile_definitions(trellis_store_operations_tests PRIVATE TRELLIS_TEST_POSTGRES)

@@ -247,6 +247,42 @@ case $mode in
     t follow 0 -o json runs events r-1 --follow --poll 50  # a finished run: replayed, then it ends
     j follow 'd["kind"] == "event" and d["run_id"] == "r-1"'  # JSON lines, each checked
 
+    # The run's hash chain (docs/formats.md, "Hash chain"): intact; then, in a FileStore, the
+    # documented hash recomputed by a script, and checkpoint 0 changed by a careful forger (its
+    # hash and its line's checksum recomputed): the next link is named broken, exit 6.
+    t verify 0 runs verify r-1
+    grep -q "^run 'r-1': intact: " "$dir/verify.out" || fail "runs verify: not intact"
+    t verifyj 0 -o json runs verify r-1
+    j verifyj 'd["kind"] == "chain" and d["intact"] and d["broken"] is None and d["from_seq"] == 0 and d["checkpoints"] >= 3'
+    if [[ $kind == file ]]; then
+      python3 - "$store/r-1/journal.jsonl" <<'PY' || fail "the documented hash does not hold, or the forger failed"
+import hashlib, json, sys
+path = sys.argv[1]
+lines = open(path, encoding="utf-8").read().splitlines()
+def canon(o):
+    return json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def hash_of(r):
+    return hashlib.sha256(canon({k: v for k, v in r.items() if k != "hash"}).encode()).hexdigest()
+first = json.loads(lines[0])
+cp = dict(first["full"])
+cp["seq"] = first["seq"]
+assert hash_of(cp) == cp["hash"], "checkpoint 0's hash is not the documented one"
+first["full"]["state"]["forged"] = True
+cp["state"] = first["full"]["state"]
+first["full"]["hash"] = hash_of(cp)
+del first["checksum"]
+body = canon(first)
+lines[0] = body[:-1] + ',"checksum":"sha256:' + hashlib.sha256(body.encode()).hexdigest() + '"}'
+open(path, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+PY
+      t showforged 0 -o json runs show r-1  # the store reads the forged record: its checksum holds
+      t broken 6 runs verify r-1
+      grep -q "broken at checkpoint 1: its prev_hash is not the hash of checkpoint 0" "$dir/broken.out" ||
+        fail "runs verify does not name checkpoint 1"
+      t brokenj 6 -o json runs verify r-1
+      j brokenj 'not d["intact"] and d["broken"]["record"] == "checkpoint" and d["broken"]["seq"] == 1'
+    fi
+
     # Input answers a request with a value.
     p gate2 0 run r-2 --state '{"route":"gate"}'
     t input 0 input r-2 --request "$(request_of r-2)" --json '{"ok":[1,2]}'
@@ -282,6 +318,7 @@ case $mode in
     t fork 0 -o json fork r-1 --at 1 --as r-1b
     j fork 'd["kind"] == "fork" and d["run_id"] == "r-1b" and d["from"] == "r-1"'
     t fork_again 4 fork r-1 --at 1 --as r-1b
+    t verifyfork 0 runs verify r-1b  # a fork starts a chain of its own
     t fork_missing 3 fork r-1 --at 999 --as r-1c
     p forkresume 0 -o json resume r-1b
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,7 +74,31 @@ struct Checkpoint {
   /// The idempotency keys of the effects the step made (their records: Store::effects).
   std::vector<std::string> effects;
 
-  friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
+  // --- the run's hash chain (chain.hpp; the JSON members are written only when set, so a
+  // record of a release before hash chains has none) ---------------------------------------
+  /// The hashes of the effect records named by `effects`, in the same order, as they were when
+  /// this checkpoint was committed ("" for a record that has no hash).
+  std::vector<std::string> receipts;
+  /// The hash of the checkpoint before this one (empty for seq 0, and for a record of a
+  /// release before hash chains).
+  std::string prev_hash;
+  /// This checkpoint's hash (chain.hpp: checkpoint_hash); empty while unsealed (a store seals
+  /// a checkpoint committed without one).
+  std::string hash;
+
+ private:
+  auto content() const {
+    return std::tie(run_id, seq, status, next_node, step, attempt, state, schema, fingerprint,
+                    interrupt, resume_node, rerun_step, decision, cancel_handled, reconciliation,
+                    wake_at, priority, reason, detail, created_at, effects);
+  }
+
+ public:
+  /// Compares the content, not the seal (receipts, prev_hash, hash): a checkpoint read back
+  /// from a store equals the one written, whether the writer or the store sealed it.
+  friend bool operator==(const Checkpoint& a, const Checkpoint& b) {
+    return a.content() == b.content();
+  }
 };
 
 /// The id of the pause `cp` is (its request id, what a decision names): the decimal seq of

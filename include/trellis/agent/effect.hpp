@@ -55,6 +55,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -124,12 +125,30 @@ struct EffectRecord {
   /// found. The record then holds a succeeded receipt with their result (it happened), or a
   /// transient one that a resume re-issues under the same key (it did not happen).
   std::optional<Reconciliation> reconciliation = std::nullopt;
+  /// The hash of the run's newest checkpoint when this record was written (the checkpoint its
+  /// step started from): its link into the run's hash chain (chain.hpp). Empty in a record of
+  /// a release before hash chains. (The JSON member is written only when set.)
+  std::string prev_hash = {};
+  /// This record's hash (chain.hpp: effect_hash); empty while unsealed (a store seals a record
+  /// put without one). (The JSON member is written only when set.)
+  std::string hash = {};
 
   /// True once the record holds a final receipt (succeeded or failed).
   bool final() const noexcept {
     return status == EffectStatus::succeeded || status == EffectStatus::failed;
   }
-  friend bool operator==(const EffectRecord&, const EffectRecord&) = default;
+ private:
+  auto content() const {
+    return std::tie(run_id, key, name, args, policy, node, step, ordinal, status, result, error,
+                    issued, compensable, compensates, started_at, finished_at, reconciliation);
+  }
+
+ public:
+  /// Compares the content, not the seal (prev_hash, hash): a record read back from a store
+  /// equals the one written, whether the writer or the store sealed it.
+  friend bool operator==(const EffectRecord& a, const EffectRecord& b) {
+    return a.content() == b.content();
+  }
 };
 
 void to_json(nlohmann::json& j, const EffectRecord& r);

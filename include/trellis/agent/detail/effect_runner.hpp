@@ -103,6 +103,13 @@ class EffectRunner {
   /// order, where the fan-out was called), for its checkpoint.
   std::vector<std::string> take_keys() { return std::exchange(keys_, {}); }
 
+  /// The hash of the run's newest checkpoint (chain.hpp): the link of every record written
+  /// from now on. The run loop sets it whenever it commits.
+  void chain_from(std::string checkpoint_hash) { chain_head_ = std::move(checkpoint_hash); }
+  /// The hashes of the records of `keys` (from take_keys) as this attempt wrote or replayed
+  /// them ("" for a record without one), for the checkpoint's receipts.
+  std::vector<std::string> receipts(const std::vector<std::string>& keys);
+
   /// The keys of the effects of the current attempt that were replayed from their receipts
   /// (the step's step_completed event lists them: one log entry per step, not per replay).
   const std::vector<std::string>& replayed() const noexcept { return replayed_; }
@@ -137,6 +144,8 @@ class EffectRunner {
   void event(EventKind kind, nlohmann::json detail, bool durable);
   std::string now() const;
   void replayed(const EffectRecord& r);
+  /// Keeps `r`'s hash for the receipts of the attempt's checkpoint.
+  void note(const EffectRecord& r);
   void logged(const EffectRecord& r, EffectSource source);
   nlohmann::json dry_run(EffectRecord rec);
   /// Calls `f` (a store write or a failpoint); an exception marks the attempt broken.
@@ -161,6 +170,8 @@ class EffectRunner {
   std::string key_prefix_;
   std::uint32_t next_ordinal_ = 0;
   std::vector<std::string> keys_;
+  std::string chain_head_;
+  std::map<std::string, std::string, std::less<>> hashes_;  // key -> hash, this attempt's
   std::vector<std::string> replayed_;
   std::optional<reconciliation_required> reconciliation_;
   std::exception_ptr broken_;
@@ -170,8 +181,8 @@ class EffectRunner {
   std::vector<StepEffect> log_;
   std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
-  /// Guards what the items of a fan-out share: replayed_, log_, reconciliation_, broken_ and
-  /// queued_ (keys_ is written by the node's thread after the items; prepare() runs before).
+  /// Guards what the items of a fan-out share: replayed_, hashes_, log_, reconciliation_,
+  /// broken_ and queued_ (keys_ is written by the node's thread after the items; prepare() runs before).
   mutable std::mutex mu_;
   /// While a fan-out's items run: effects cannot nest, and events wait in queued_ so that the
   /// host (its store log and observers) is called from the node's thread only.

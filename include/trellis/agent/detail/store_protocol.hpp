@@ -9,7 +9,9 @@
 /// run id (invalid_run_id), the run's existence (unknown_run), the version check (run_busy when
 /// the newest checkpoint is not `expected_seq`), the sequence continuity (store_error when
 /// `next.seq` is not expected_seq + 1), the lease token's run and its hold on the run
-/// (run_busy); only then does the backend write.
+/// (run_busy); only then does the backend write. A checkpoint or effect record given without a
+/// hash is sealed here first (chain.hpp), reading its predecessor; one given sealed is written
+/// as it is.
 
 #include <cstdint>
 #include <optional>
@@ -165,6 +167,11 @@ class StoreProtocol : public Store {
                                            std::size_t limit);
   /// The store's clock, as UTC text (the machine's: file and SQLite stores live on it).
   virtual std::string store_now();
+
+ private:
+  /// `c` sealed after the checkpoint hashed `prev_hash`, with the receipts of the effect
+  /// records it names as the store holds them (chain.hpp): for a checkpoint given unsealed.
+  Checkpoint sealed(const Checkpoint& c, std::string_view prev_hash);
 };
 
 }  // namespace trellis::agent::detail
