@@ -149,7 +149,8 @@ TEST_CASE_TEMPLATE("chain: a record changed without re-hashing is named by its o
                    TRELLIS_ALL_STORES) {
   Harness<S> h;
   full_run(h.store(), "run-1");
-  const Checkpoint named = *h.store().checkpoint("run-1", 3);
+  const Checkpoint named = *h.store().checkpoint("run-1", 2);  // the second work step
+  REQUIRE(named.effects.size() == 4);
   EffectRecord forged = *h.store().effect("run-1", named.effects.back());
   forged.result = "changed";  // its hash kept as it was
   h.store().put_effect(forged);
