@@ -158,6 +158,7 @@ void to_json(nlohmann::json& j, const EffectRecord& r) {
        {"started_at", r.started_at},
        {"finished_at", r.finished_at}};
   if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
+  if (!r.cached_from.empty()) j["cached_from"] = r.cached_from;
 }
 
 void from_json(const nlohmann::json& j, EffectRecord& r) {
@@ -181,6 +182,8 @@ void from_json(const nlohmann::json& j, EffectRecord& r) {
     r.reconciliation.reset();  // absent before reconciliations existed, and when none
     if (auto rec = j.find("reconciliation"); rec != j.end())
       from_json(*rec, r.reconciliation.emplace());
+    r.cached_from.clear();  // absent before cache entries existed, and when not cached
+    if (auto cached = j.find("cached_from"); cached != j.end()) cached->get_to(r.cached_from);
   } catch (const nlohmann::json::exception& e) {
     throw store_error(std::string("trellis: an effect record does not decode: ") + e.what());
   }

@@ -124,6 +124,9 @@ struct EffectRecord {
   /// found. The record then holds a succeeded receipt with their result (it happened), or a
   /// transient one that a resume re-issues under the same key (it did not happen).
   std::optional<Reconciliation> reconciliation = std::nullopt;
+  /// A receipt taken from the store's cache (cache_entry.hpp): the key of the cache entry
+  /// whose result it holds; the call was not made. Empty for every other record.
+  std::string cached_from = {};
 
   /// True once the record holds a final receipt (succeeded or failed).
   bool final() const noexcept {
