@@ -1136,6 +1136,16 @@ GraphFile Reader::read() {
   }
 
   detail::sha256_hex_into(text_, g.hash);
+  if (problems_.empty()) {
+    // The canonical JSON form (the document as JSON, members sorted, compact): another
+    // spelling of the same graph (YAML or JSON, comments, order of members) hashes alike.
+    const std::size_t counted = values_;
+    values_ = 0;
+    if (std::optional<json> doc = value(root, "")) detail::sha256_hex_into(doc->dump(), g.content_hash);
+    values_ = counted;
+    problems_.clear();  // all of them were reported by the reading above, where they count
+    if (g.content_hash.empty()) g.content_hash = g.hash;
+  }
 
   if (!problems_.empty()) {
     std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
