@@ -2,6 +2,8 @@
 
 #include "trellis/agent/effect.hpp"
 
+#include "trellis/agent/cache_entry.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -119,6 +121,20 @@ std::string effect_key(std::string_view run_id, std::string_view node, std::uint
                                   args);
 }
 
+std::string cache_key(std::string_view graph, std::string_view node, const nlohmann::json& inputs,
+                      std::string_view action, std::string_view version) {
+  try {
+    const nlohmann::json parts = {graph, node, needs_canonical(inputs) ? canonical(inputs, action)
+                                                                       : inputs,
+                                  action, version};
+    return sha256_hex(parts.dump());
+  } catch (const nlohmann::json::type_error& e) {
+    throw graph_error("trellis: the inputs of action '" + std::string(action) + "' at node '" +
+                      std::string(node) + "' are not valid UTF-8 and have no cache key: " +
+                      e.what());
+  }
+}
+
 std::string compensation_key(std::string_view key) {
   const nlohmann::json parts = {"compensate", key};
   return sha256_hex(parts.dump());
@@ -142,6 +158,7 @@ void to_json(nlohmann::json& j, const EffectRecord& r) {
        {"started_at", r.started_at},
        {"finished_at", r.finished_at}};
   if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
+  if (!r.cached_from.empty()) j["cached_from"] = r.cached_from;
   if (!r.prev_hash.empty()) j["prev_hash"] = r.prev_hash;
   if (!r.hash.empty()) j["hash"] = r.hash;
 }
@@ -167,6 +184,8 @@ void from_json(const nlohmann::json& j, EffectRecord& r) {
     r.reconciliation.reset();  // absent before reconciliations existed, and when none
     if (auto rec = j.find("reconciliation"); rec != j.end())
       from_json(*rec, r.reconciliation.emplace());
+    r.cached_from.clear();  // absent before cache entries existed, and when not cached
+    if (auto cached = j.find("cached_from"); cached != j.end()) cached->get_to(r.cached_from);
     r.prev_hash.clear();  // the hash chain: absent before it existed, and while unsealed
     if (auto h = j.find("prev_hash"); h != j.end()) h->get_to(r.prev_hash);
     r.hash.clear();

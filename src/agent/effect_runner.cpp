@@ -199,6 +199,18 @@ nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, Eff
   return execute(prepare(name, std::move(args), policy, std::move(compensate), true), fn);
 }
 
+nlohmann::json EffectRunner::run_cached(std::string_view name, nlohmann::json args,
+                                        EffectPolicy policy, const EffectFn& fn,
+                                        const EffectCache& cache) {
+  if (policy != EffectPolicy::idempotent)
+    throw graph_error("trellis: effect '" + std::string(name) + "' of run '" + run_id_ +
+                      "' is cached but not idempotent: a cache hit skips the call, so only an "
+                      "idempotent effect may be cached");
+  check_cache_key(cache.key);
+  admit(name, args);
+  return execute(prepare(name, std::move(args), policy, {}, true), fn, &cache);
+}
+
 std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
                                                   std::vector<nlohmann::json> args,
                                                   EffectPolicy policy, const EffectFn& fn,
@@ -273,7 +285,8 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   return out;
 }
 
-nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
+nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
+                                     const EffectCache* cache) {
   if (dry_) return dry_run(std::move(rec));
 
   std::optional<EffectRecord> stored;
@@ -314,6 +327,28 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
     }
   }
 
+  if (cache != nullptr && !stored) {
+    // A cache hit is the effect's receipt: written at once (no started record: nothing is
+    // called), then replayed like any receipt.
+    std::optional<CacheEntry> hit;
+    infrastructure([&] { hit = store_.cached(cache->key); });
+    if (hit) {
+      rec.status = EffectStatus::succeeded;
+      rec.result = std::move(hit->result);
+      rec.cached_from = cache->key;
+      rec.started_at = now();
+      rec.finished_at = rec.started_at;
+      seal(rec, chain_head_);
+      infrastructure([&] { store_.put_effect(rec, lease_); });
+      note(rec);
+      logged(rec, EffectSource::receipt);
+      nlohmann::json detail = describe(rec);
+      detail["cached_from"] = rec.cached_from;
+      event(EventKind::effect_completed, std::move(detail), true);
+      return std::move(rec.result);
+    }
+  }
+
   rec.started_at = now();
   seal(rec, chain_head_);
   infrastructure([&] {
@@ -335,6 +370,11 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn) {
     trellis::failpoint("effect.after_receipt", run_id_);
   });
   note(rec);
+  if (cache != nullptr && rec.status == EffectStatus::succeeded)
+    infrastructure([&] {
+      store_.put_cached(CacheEntry{cache->key, rec.result, cache->graph, rec.node, rec.name,
+                                   cache->version, run_id_, rec.step, rec.finished_at});
+    });
   logged(rec, EffectSource::ran);
   nlohmann::json detail = describe(rec);
   switch (rec.status) {

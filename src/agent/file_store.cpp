@@ -61,6 +61,9 @@ constexpr const char* kMarker = "@store.json";
 constexpr const char* kIndex = "@index.jsonl";
 constexpr const char* kIndexLock = "@index.lock";
 constexpr const char* kGraphs = "@graphs";
+constexpr const char* kCache = "@cache";
+// The first layout whose index lines carry due times and priorities (15 members).
+constexpr int kDueIndexVersion = 3;
 constexpr std::string_view kFormat = "trellis.file_store";
 constexpr std::string_view kIndexFormat = "trellis.file_store.index";
 // A writer compacts the index once it holds more than twice its compacted size plus this.
@@ -1568,7 +1571,7 @@ std::vector<CancelRequest> FileStore::read_cancel_requests(std::string_view run_
 std::vector<RunSummary> FileStore::read_summaries(const RunFilter& filter) {
   // An older layout's index lines (read-only: it was not upgraded) lack the due time: every
   // journal is read instead.
-  const bool indexed = version_ >= format_version;
+  const bool indexed = version_ >= kDueIndexVersion;
   Listing listing = collect(indexed);
   // A writable store repairs its index when the listing had to read journals, or when the
   // index holds far more lines than runs (deleted runs, many commits).
@@ -1633,7 +1636,7 @@ std::vector<RunSummary> FileStore::read_due(const std::string& now,
   // index line a crash lost is found; always over an older layout (its index has no due time).
   const std::int64_t tick = std::chrono::steady_clock::now().time_since_epoch().count();
   std::int64_t next = next_full_due_pass_.load();
-  if (version_ < format_version ||
+  if (version_ < kDueIndexVersion ||
       (tick >= next &&
        next_full_due_pass_.compare_exchange_strong(
            next,
@@ -1808,6 +1811,63 @@ std::optional<GraphShape> FileStore::read_graph(std::string_view fingerprint) {
   if (shape.fingerprint != fingerprint)
     corrupt(path, 1, "it holds the shape of another fingerprint ('" + shape.fingerprint + "')");
   return shape;
+}
+
+namespace {
+
+std::string cache_file(std::string_view key) { return std::string(key) + ".json"; }
+
+}  // namespace
+
+void FileStore::write_cache(const CacheEntry& entry) {
+  refuse_write("store a cache entry");
+  const std::string text = encode_line(nlohmann::json(entry));
+  const fs::path dir_path = root_ / kCache;
+  Directory dir;
+  for (int attempt = 0;; ++attempt) {
+    int err = root_dir_->dir.open_directory(kCache, dir);
+    if (err == 0) break;
+    if (err != ENOENT || attempt > 0) fail(dir_path, "open", err);
+    err = root_dir_->dir.make_directory(kCache, root_dir_->modes.directory);
+    if (err != 0 && err != EEXIST) fail(dir_path, "create", err);
+    if (err == 0 && options_.sync) {
+      if (const int s = root_dir_->dir.sync()) fail(root_, "fsync the directory", s);
+    }
+  }
+  const std::string name = cache_file(entry.key);
+  replace_file(dir, dir_path, name.c_str(), text, root_dir_->modes.file, options_.sync);
+}
+
+std::optional<CacheEntry> FileStore::read_cache(std::string_view key) {
+  const fs::path dir_path = root_ / kCache;
+  Directory dir;
+  if (const int err = root_dir_->dir.open_directory(kCache, dir)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(dir_path, "open", err);
+  }
+  const std::string name = cache_file(key);
+  const fs::path path = dir_path / name;
+  unique_fd fd;
+  if (const int err = dir.open_regular(name, fd)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(path, "open", err);
+  }
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  if (text.empty() || text.back() != '\n') corrupt(path, 1, "it is not one complete line");
+  text.pop_back();
+  nlohmann::json j;
+  auto refusal = trellis::detail::parse_json(text, j);
+  if (!refusal) refusal = trellis::detail::take_and_verify_checksum(j);
+  if (refusal) corrupt(path, 1, refusal->detail);
+  CacheEntry entry;
+  try {
+    from_json(j, entry);
+  } catch (const store_error& e) {
+    corrupt(path, 1, e.what());
+  }
+  if (entry.key != key) corrupt(path, 1, "it holds the entry of another key ('" + entry.key + "')");
+  return entry;
 }
 
 }  // namespace trellis::agent

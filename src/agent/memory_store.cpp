@@ -286,4 +286,16 @@ std::optional<GraphShape> MemoryStore::read_graph(std::string_view fingerprint) 
   return it->second;
 }
 
+void MemoryStore::write_cache(const CacheEntry& entry) {
+  std::lock_guard lock(m_);
+  cache_.insert_or_assign(entry.key, entry);
+}
+
+std::optional<CacheEntry> MemoryStore::read_cache(std::string_view key) {
+  std::lock_guard lock(m_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace trellis::agent

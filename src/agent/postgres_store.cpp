@@ -102,6 +102,15 @@ CREATE TABLE graphs(
   shape text NOT NULL,
   checksum text NOT NULL);
 )sql",
+    // 2: cache entries (store-wide, not a run's: deleting a run keeps them); the version also
+    // covers the hash chain's members in checkpoint and effect records, which an older build
+    // would rewrite without them.
+    R"sql(
+CREATE TABLE cache_entries(
+  key text COLLATE "C" PRIMARY KEY,
+  entry text NOT NULL,
+  checksum text NOT NULL);
+)sql",
 };
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(PostgresStore::schema_version));
 
@@ -160,6 +169,9 @@ struct PostgresStore::Db {
   std::string ttl;       // "interval 'N milliseconds'"
   detail::pg::Pool pool;
   std::string where;
+  /// The schema version the store reads: schema_version, or the older one a read-only open
+  /// found (read as it is: the tables it lacks read as empty).
+  int version = schema_version;
 
   // This object's knowledge: each run's newest seq as last seen (the fast mode's guess), and
   // the newest lease it took on each run (for the calls without a token).
@@ -627,6 +639,7 @@ PostgresStore::PostgresStore(PostgresStoreOptions options) : options_(std::move(
       throw not_a_store("trellis: " + db.where +
                         ": the schema holds no trellis store (opened read-only: nothing was "
                         "written)");
+    db.version = version;
     c->exec("COMMIT", "end the schema check");
     return;
   }
@@ -1148,6 +1161,43 @@ std::optional<GraphShape> PostgresStore::read_graph(std::string_view fingerprint
   } catch (const nlohmann::json::exception& e) {
     db.refuse(what + ": " + e.what());
   }
+}
+
+void PostgresStore::write_cache(const CacheEntry& entry) {
+  Db& db = *db_;
+  if (options_.read_only) db.refuse_write("put_cached");
+  const std::string text = dump(nlohmann::json(entry));
+  const std::string sum = trellis::detail::checksum_of(text);
+  db.with_connection([&](Connection& c) {
+    c.one(Statement{"put_cache_entry",
+                    "INSERT INTO cache_entries(key, entry, checksum) VALUES($1, $2, $3) ON "
+                    "CONFLICT (key) DO UPDATE SET entry=excluded.entry, checksum=excluded.checksum",
+                    {entry.key, text, sum},
+                    true});
+    return 0;
+  });
+}
+
+std::optional<CacheEntry> PostgresStore::read_cache(std::string_view key) {
+  Db& db = *db_;
+  if (db.version < 2) return std::nullopt;  // read-only over schema 1: no cache yet
+  Result r = db.with_connection([&](Connection& c) {
+    return c.one(Statement{"cache_entry",
+                           "SELECT entry, checksum FROM cache_entries WHERE key=$1",
+                           {std::string(key)},
+                           false});
+  });
+  if (r.rows() == 0) return std::nullopt;
+  const std::string what = "the cache entry '" + std::string(key) + "'";
+  const nlohmann::json record = db.record_of(r.text(0, 0), r.text(0, 1), what);
+  CacheEntry entry;
+  try {
+    from_json(record, entry);
+  } catch (const store_error& e) {
+    db.refuse(what + ": " + e.what());
+  }
+  if (entry.key != key) db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  return entry;
 }
 
 }  // namespace trellis::agent

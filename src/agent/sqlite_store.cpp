@@ -128,6 +128,15 @@ ALTER TABLE runs ADD COLUMN due TEXT;
 ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX runs_by_due ON runs(due) WHERE due IS NOT NULL;
 )sql",
+    // 7: cache entries (store-wide, not a run's: deleting a run keeps them); the version also
+    // covers the hash chain's members in checkpoint and effect records, which an older build
+    // would rewrite without them.
+    R"sql(
+CREATE TABLE cache_entries(
+  key TEXT PRIMARY KEY,
+  entry TEXT NOT NULL,
+  checksum TEXT NOT NULL) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(SqliteStore::schema_version));
 
@@ -504,6 +513,7 @@ struct SqliteStore::Db {
           "WHERE r.run_id=?1 AND c.id>?2 ORDER BY c.id");
       get_graph = &prepare("SELECT shape, checksum FROM graphs WHERE fingerprint=?1");
     }
+    if (version >= 7) get_cache_entry = &prepare("SELECT entry, checksum FROM cache_entries WHERE key=?1");
     if (version >= 6) {
       // The due runs in claim order, over runs_by_due, each with its lease row (the caller
       // skips the ones a live holder has); ?2: a JSON array of fingerprints, NULL for any.
@@ -568,6 +578,9 @@ struct SqliteStore::Db {
         "INSERT INTO graphs(fingerprint, shape, checksum) VALUES(?1, ?2, ?3) "
         "ON CONFLICT(fingerprint) DO UPDATE SET shape=excluded.shape, "
         "checksum=excluded.checksum");
+    put_cache_entry = &prepare(
+        "INSERT INTO cache_entries(key, entry, checksum) VALUES(?1, ?2, ?3) "
+        "ON CONFLICT(key) DO UPDATE SET entry=excluded.entry, checksum=excluded.checksum");
   }
 
   Stmt* begin = nullptr;
@@ -607,6 +620,8 @@ struct SqliteStore::Db {
   Stmt* all_runs = nullptr;
   Stmt* cancel_requests_after = nullptr;
   Stmt* get_graph = nullptr;
+  Stmt* get_cache_entry = nullptr;
+  Stmt* put_cache_entry = nullptr;
   Stmt* delete_requests = nullptr;
   Stmt* newest_request = nullptr;
   Stmt* insert_request = nullptr;
@@ -1462,6 +1477,34 @@ std::optional<GraphShape> SqliteStore::read_graph(std::string_view fingerprint) 
   } catch (const nlohmann::json::exception& e) {
     db.refuse(what + ": " + e.what());
   }
+}
+
+void SqliteStore::write_cache(const CacheEntry& entry) {
+  const std::string text = dump(nlohmann::json(entry));
+  const std::string sum = trellis::detail::checksum_of(text);
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  if (db.read_only) db.refuse_write("put_cached");
+  Db::Query(*db.put_cache_entry).bind(1, entry.key).bind(2, text).bind(3, sum).run();
+}
+
+std::optional<CacheEntry> SqliteStore::read_cache(std::string_view key) {
+  std::lock_guard lock(m_);
+  Db& db = *db_;
+  if (db.version < 7) return std::nullopt;  // read-only over an older schema: no cache yet
+  Db::Query q(*db.get_cache_entry);
+  q.bind(1, key);
+  if (!q.step()) return std::nullopt;
+  const std::string what = "the cache entry '" + std::string(key) + "'";
+  const nlohmann::json record = db.record_of(q.text(0), q.text(1), what);
+  CacheEntry entry;
+  try {
+    from_json(record, entry);
+  } catch (const store_error& e) {
+    db.refuse(what + ": " + e.what());
+  }
+  if (entry.key != key) db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  return entry;
 }
 
 }  // namespace trellis::agent

@@ -10,6 +10,7 @@
 
 #include <trellis/io/utc_time.hpp>
 
+#include "checkpoint_codec.hpp"
 #include "trellis/agent/chain.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/detail/store_protocol.hpp"
@@ -149,6 +150,13 @@ void Store::delete_run(std::string_view run_id) {
 void Store::put_graph(const GraphShape&) {}
 
 std::optional<GraphShape> Store::graph(std::string_view) { return std::nullopt; }
+
+std::optional<CacheEntry> Store::cached(std::string_view key) {
+  check_cache_key(key);
+  return std::nullopt;
+}
+
+void Store::put_cached(const CacheEntry& entry) { check_cache_key(entry.key); }
 
 }  // namespace trellis::agent
 
@@ -339,6 +347,23 @@ std::optional<GraphShape> StoreProtocol::graph(std::string_view fingerprint) {
   return read_graph(fingerprint);
 }
 
+std::optional<CacheEntry> StoreProtocol::cached(std::string_view key) {
+  check_cache_key(key);
+  return read_cache(key);
+}
+
+void StoreProtocol::put_cached(const CacheEntry& entry) {
+  check_cache_key(entry.key);
+  // What a store could not read back as it is: unwritable_value, naming the member.
+  CacheEntry kept = entry;
+  try {
+    check_member(kept.result, {"result"}, "a cache entry");
+  } catch (const unwritable_value& e) {
+    throw unwritable_value("cache entry " + entry.key, e.member(), e.reason());
+  }
+  write_cache(kept);
+}
+
 const char* write_name(WriteKind kind) noexcept {
   switch (kind) {
     case WriteKind::create:
@@ -422,6 +447,12 @@ std::vector<RunSummary> StoreProtocol::due_runs(std::size_t limit) {
 void StoreProtocol::write_graph(const GraphShape&) {}
 
 std::optional<GraphShape> StoreProtocol::read_graph(std::string_view) { return std::nullopt; }
+
+void StoreProtocol::write_cache(const CacheEntry& entry) {
+  throw store_error("trellis: this store keeps no cache entries (key " + entry.key + ")");
+}
+
+std::optional<CacheEntry> StoreProtocol::read_cache(std::string_view) { return std::nullopt; }
 
 void StoreProtocol::apply_retention(const Retention& retention) {
   RetentionPlan plan;

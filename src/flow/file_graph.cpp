@@ -257,6 +257,14 @@ class FileNode final : public ag::Node<FlowState> {
             const EvalContext& ec, ag::RunContext& ctx) const {
     json args;
     const Action& action = resolve(name, params, scope, ec, args);
+    if (spec_.cache && spec_.kind == NodeKind::action) {
+      // Keyed by what decides the result: the graph (its canonical content), the node, the
+      // interpolated params, the action and its version (cache_entry.hpp).
+      const ag::EffectCache cache{
+          ag::cache_key(g_.file.content_hash, spec_.name, args, name, action.options.version),
+          g_.file.content_hash, action.options.version};
+      return ctx.effect(name, std::move(args), action.policy, effect_fn(action, ctx), cache);
+    }
     return ctx.effect(name, std::move(args), action.policy, effect_fn(action, ctx));
   }
 

@@ -1124,6 +1124,21 @@ GraphFile Reader::read() {
   }
 
   trellis::detail::sha256_hex_into(text_, g.hash);
+  const bool caches = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                  [](const NodeSpec& node) { return node.cache; });
+  if (problems_.empty() && caches) {
+    // The canonical JSON form (the document as JSON, members sorted, compact): another
+    // spelling of the same graph (YAML or JSON, comments, order of members) hashes alike.
+    // Only a graph with a cached node needs it (it is a cached result's key).
+    const std::size_t counted = values_;
+    values_ = 0;
+    if (std::optional<json> doc = value(root, "")) {
+      trellis::detail::sha256_hex_into(doc->dump(), g.content_hash);
+    }
+    values_ = counted;
+    problems_.clear();  // all of them were reported by the reading above, where they count
+    if (g.content_hash.empty()) g.content_hash = g.hash;
+  }
 
   if (!problems_.empty()) {
     std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {

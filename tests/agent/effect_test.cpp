@@ -734,3 +734,86 @@ TEST_CASE("effect: a replay is published on the bus per effect, and logged once 
   CHECK(replayed_keys(h.store) == published);
   CHECK(kinds_of(h.store, "effect_replayed").empty());  // not one log line per replay
 }
+
+// --- cached effects (cache_entry.hpp) -----------------------------------------------------------
+
+namespace {
+
+/// A node that makes one cached "summarize" effect of `text`, counting its calls.
+Step summarize(const std::string& text, int& calls, std::string version = "1") {
+  return [=, &calls](Doc& d, ag::RunContext& ctx) -> ag::NextStep {
+    const ag::EffectCache cache{ag::cache_key("g", "sum", {{"text", text}}, "summarize", version),
+                                "g", version};
+    d.text = ctx.effect("summarize", {{"text", text}}, EffectPolicy::idempotent,
+                        [&calls, text](const ag::EffectCall&) {
+                          ++calls;
+                          return "summary of " + text;
+                        },
+                        cache)
+                 .get<std::string>();
+    return ag::Halt{};
+  };
+}
+
+}  // namespace
+
+TEST_CASE("effect: a cached effect's second run, of another run id, is answered from the cache") {
+  Harness h;
+  int calls = 0;
+  h.node("sum", summarize("hello", calls));
+  h.graph.entry("sum");
+  REQUIRE(h.run("run-1").succeeded());
+  const std::string key = ag::cache_key("g", "sum", {{"text", "hello"}}, "summarize", "1");
+  const auto entry = h.store.cached(key);
+  REQUIRE(entry.has_value());
+  CHECK(entry->result == "summary of hello");
+  CHECK(entry->run_id == "run-1");
+  CHECK(entry->node == "sum");
+  CHECK(entry->action == "summarize");
+  CHECK(h.store.effects("run-1").at(0).cached_from.empty());  // it ran
+
+  const auto second = h.run("run-2");
+  REQUIRE(second.succeeded());
+  CHECK(second.state->text == "summary of hello");
+  CHECK(calls == 1);  // not called again
+  const auto records = h.store.effects("run-2");
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].status == EffectStatus::succeeded);
+  CHECK(records[0].cached_from == key);
+  CHECK(h.latest("run-2").effects == std::vector<std::string>{records[0].key});
+  // Its record survives a store round trip (the persistent stores write it as JSON).
+  CHECK(json(records[0]).get<ag::EffectRecord>() == records[0]);
+}
+
+TEST_CASE("effect: a failed cached effect puts nothing in the cache") {
+  Harness h;
+  int calls = 0;
+  h.node("sum", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effect("summarize", {{"text", "x"}}, EffectPolicy::idempotent,
+               [&](const ag::EffectCall&) -> json {
+                 ++calls;
+                 throw std::runtime_error("model unavailable");
+               },
+               ag::EffectCache{std::string(64, 'c'), "g", "1"});
+    return ag::Halt{};
+  });
+  h.graph.entry("sum");
+  CHECK_FALSE(h.run("run-1").succeeded());
+  CHECK_FALSE(h.store.cached(std::string(64, 'c')).has_value());
+  CHECK_FALSE(h.run("run-2").succeeded());
+  CHECK(calls == 2);
+}
+
+TEST_CASE("effect: only an idempotent effect may be cached") {
+  Harness h;
+  int calls = 0;
+  h.node("pay", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effect("charge", {{"amount", 1}}, EffectPolicy::at_most_once,
+               [&](const ag::EffectCall&) { ++calls; }, ag::EffectCache{std::string(64, 'c'), "g", "1"});
+    return ag::Halt{};
+  });
+  h.graph.entry("pay");
+  CHECK_FALSE(h.run().succeeded());
+  CHECK(calls == 0);
+  CHECK(h.store.effects("run-1").empty());
+}

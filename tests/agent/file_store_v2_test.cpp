@@ -6,6 +6,7 @@
 // against a lease held here or in another process, events_after positions and graph shapes.
 
 #include <trellis/agent/errors.hpp>
+#include <trellis/agent/operations.hpp>
 
 #include <sys/stat.h>
 
@@ -149,13 +150,13 @@ Checkpoint waiting(const std::string& id, std::uint64_t seq,
 
 // ---- opening: the marker, version 1, read-only ---------------------------------------------
 
-TEST_CASE("file store: a new root gets the version 3 marker") {
+TEST_CASE("file store: a new root gets the version 4 marker") {
   persist_test::ScratchDir dir;
   FileStore store(dir / "runs");
-  CHECK(store.version() == 3);
+  CHECK(store.version() == 4);
   const nlohmann::json marker =
       nlohmann::json::parse(persist_test::read_bytes(dir / "runs" / "@store.json"));
-  CHECK(marker == nlohmann::json{{"format", "trellis.file_store"}, {"version", 3}});
+  CHECK(marker == nlohmann::json{{"format", "trellis.file_store"}, {"version", 4}});
 }
 
 TEST_CASE("file store: a read-only open of a version 1 store reads it without changing a byte") {
@@ -250,8 +251,9 @@ TEST_CASE(
   }
   {
     FileStore store(root);
-    CHECK(store.version() == 3);
-    CHECK(nlohmann::json::parse(persist_test::read_bytes(root / "@store.json"))["version"] == 3);
+    CHECK(store.version() == FileStore::format_version);
+    CHECK(nlohmann::json::parse(persist_test::read_bytes(root / "@store.json"))["version"] ==
+          FileStore::format_version);
     CHECK(contents(store) == old);
     CHECK(due_by_run(store.list_runs({})) == kV2Due);
     // The index was rebuilt: a line of 15 members per run, the due time second to last.
@@ -273,16 +275,97 @@ TEST_CASE(
   const Snapshot upgraded = snapshot(root);
   {
     FileStore again(root);  // opening an upgraded store changes nothing
-    CHECK(again.version() == 3);
+    CHECK(again.version() == FileStore::format_version);
   }
   CHECK(snapshot(root) == upgraded);
+}
+
+// ---- version 3 (the release before cache entries and the hash chain) ---------------------------
+
+namespace {
+
+// A copy of the version 3 fixture (fixtures/file-store-v3/README.md) at `dir`/store.
+fs::path copy_v3_fixture(const persist_test::ScratchDir& dir) {
+  const fs::path root = dir / "store";
+  fs::copy(fs::path(TRELLIS_AGENT_FIXTURES) / "file-store-v3" / "store", root,
+           fs::copy_options::recursive);
+  return root;
+}
+
+// What the version 3 fixture holds, as any release must read it.
+void check_v3_runs(Store& store) {
+  CHECK(store.runs() == std::vector<std::string>{"paid-1", "review-1", "shipped-1"});
+  CHECK(store.latest("paid-1")->status == RunStatus::Succeeded);
+  const auto waiting = store.latest("review-1");
+  REQUIRE(waiting);
+  CHECK(waiting->status == RunStatus::WaitingApproval);
+  REQUIRE(waiting->interrupt);
+  CHECK(waiting->interrupt->reason == "refund over 500?");
+  CHECK(store.effects("review-1").empty());
+  // The refund, then the fan-out's three items: ordinary effect records of one step.
+  const std::vector<EffectRecord> shipped = store.effects("shipped-1");
+  REQUIRE(shipped.size() == 4);
+  CHECK(shipped[0].name == "refund");
+  CHECK(shipped[0].result == "rf_300");
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(shipped[1 + i].name == "ship");
+    CHECK(shipped[1 + i].ordinal == i);
+    CHECK(shipped[1 + i].status == EffectStatus::succeeded);
+    CHECK(shipped[1 + i].result == nlohmann::json{{"tracking", "tr_" + std::to_string(i)}});
+  }
+  CHECK(store.list_runs(RunFilter{.status = RunStatus::WaitingApproval}).size() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("file store: a read-only open of a version 3 store reads it without changing a byte") {
+  persist_test::ScratchDir dir;
+  const fs::path root = copy_v3_fixture(dir);
+  const Snapshot before = snapshot(root);
+  {
+    FileStore store(root, read_only());
+    CHECK(store.version() == 3);
+    check_v3_runs(store);
+    const std::string key(64, 'a');
+    CHECK_FALSE(store.cached(key).has_value());  // no cache entries before version 4
+    trellis::agent::CacheEntry e;
+    e.key = key;
+    CHECK_THROWS_WITH_AS(store.put_cached(e), doctest::Contains("read-only"),
+                         trellis::agent::store_error);
+  }
+  CHECK(snapshot(root) == before);
+}
+
+TEST_CASE("file store: a writable open upgrades a version 3 store, which reads the same and caches") {
+  persist_test::ScratchDir dir;
+  const fs::path root = copy_v3_fixture(dir);
+  Contents old;
+  {
+    FileStore store(root, read_only());
+    old = contents(store);
+  }
+  FileStore store(root);
+  CHECK(store.version() == 4);
+  CHECK(nlohmann::json::parse(persist_test::read_bytes(root / "@store.json"))["version"] == 4);
+  CHECK(contents(store) == old);
+  check_v3_runs(store);
+  // The old runs go on, and the upgraded store keeps cache entries.
+  CHECK(trellis::agent::cancel_run(store, "review-1", "ana", "duplicate").status ==
+        RunStatus::Cancelled);
+  trellis::agent::CacheEntry e;
+  e.key = trellis::agent::cache_key("g", "pay", {{"amount", 300}}, "refund", "1");
+  e.result = "rf_300";
+  store.put_cached(e);
+  CHECK(FileStore(root).cached(e.key) == e);
+  CHECK(fs::is_directory(root / "@cache"));
 }
 
 TEST_CASE("file store: a marker of a newer version is refused, the root untouched") {
   persist_test::ScratchDir dir;
   const fs::path root = copy_fixture(dir);
   persist_test::write_bytes(root / "@store.json",
-                            "{\"format\":\"trellis.file_store\",\"version\":4}\n");
+                            "{\"format\":\"trellis.file_store\",\"version\":5}\n");
   const Snapshot before = snapshot(root);
   for (const bool ro : {false, true}) {
     CAPTURE(ro);
@@ -294,8 +377,8 @@ TEST_CASE("file store: a marker of a newer version is refused, the root untouche
     } catch (const trellis::agent::store_error& e) {
       const std::string what = e.what();
       CHECK(what.find("@store.json") != std::string::npos);
+      CHECK(what.find("version 5") != std::string::npos);
       CHECK(what.find("version 4") != std::string::npos);
-      CHECK(what.find("version 3") != std::string::npos);
     }
   }
   CHECK(snapshot(root) == before);

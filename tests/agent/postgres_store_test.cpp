@@ -53,7 +53,35 @@ TEST_CASE("postgres store: a newer schema version is refused, left as it was") {
   CHECK_THROWS_AS(h.reopen(), ag::store_error);
   CHECK(sql("SELECT version FROM " + h.schema() + ".trellis_schema") == "99");
   CHECK(sql("SELECT count(*) FROM " + h.schema() + ".checkpoints") == "1");
+  sql("UPDATE " + h.schema() + ".trellis_schema SET version = " +
+      std::to_string(PostgresStore::schema_version));
+}
+
+TEST_CASE("postgres store: a schema 1 store (before cache entries) is read as it is, upgraded") {
+  Harness<PostgresStore> h;
+  h.store().create(cp("run-1", 0));
+  Sql sql;
+  // The schema as the release before left it: no cache_entries, version 1.
+  sql("DROP TABLE " + h.schema() + ".cache_entries");
   sql("UPDATE " + h.schema() + ".trellis_schema SET version = 1");
+  const std::string key(64, 'a');
+  {
+    PostgresStoreOptions o = h.options();
+    o.read_only = true;
+    PostgresStore ro(o);
+    CHECK(ro.latest("run-1") == cp("run-1", 0));
+    CHECK_FALSE(ro.cached(key).has_value());
+  }
+  CHECK(sql("SELECT version FROM " + h.schema() + ".trellis_schema") == "1");
+  PostgresStore& upgraded = h.reopen();
+  CHECK(sql("SELECT version FROM " + h.schema() + ".trellis_schema") ==
+        std::to_string(PostgresStore::schema_version));
+  CHECK(upgraded.latest("run-1") == cp("run-1", 0));
+  ag::CacheEntry e;
+  e.key = key;
+  e.result = {{"ok", true}};
+  upgraded.put_cached(e);
+  CHECK(h.reopen().cached(key) == e);
 }
 
 TEST_CASE("postgres store: a read-only store reads, writes nothing, and needs a store") {

@@ -151,15 +151,15 @@ TEST_CASE("sqlite store: a schema 4 database opened for writing is upgraded and 
   CHECK(again.list_runs().size() == 2);
 }
 
-TEST_CASE("sqlite store: a schema 7 database is refused untouched, read-only or not") {
+TEST_CASE("sqlite store: a schema 8 database is refused untouched, read-only or not") {
   persist_test::ScratchDir dir;
   const fs::path db = copy_v5_fixture(dir);
   { SqliteStore upgraded(db); }
-  exec_sql(db, "UPDATE trellis_schema SET version = 7");
+  exec_sql(db, "UPDATE trellis_schema SET version = 8");
   const std::string before = persist_test::read_bytes(db);
-  CHECK_THROWS_WITH_AS(SqliteStore(db, kReadOnly), doctest::Contains("schema version 7 is newer"),
+  CHECK_THROWS_WITH_AS(SqliteStore(db, kReadOnly), doctest::Contains("schema version 8 is newer"),
                        ag::store_error);
-  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 7 is newer"),
+  CHECK_THROWS_WITH_AS(SqliteStore{db}, doctest::Contains("schema version 8 is newer"),
                        ag::store_error);
   CHECK(persist_test::read_bytes(db) == before);
 }
@@ -198,7 +198,7 @@ TEST_CASE(
   }
   {
     SqliteStore store(db);
-    CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 6);
+    CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == SqliteStore::schema_version);
     CHECK(store.list_runs() == as_read);
     CHECK(sql_integer(db, "SELECT count(*) FROM runs WHERE due IS NULL") == 3);
     std::vector<ag::Claim> claims = store.claim(ag::ClaimRequest{"w", {"draft,review,pay@1"}, 10});
@@ -220,6 +220,76 @@ TEST_CASE(
     CHECK(again.list_runs() == as_read);
   }
   CHECK(persist_test::read_bytes(db) == upgraded);
+}
+
+// ---- schema 6 -> 7 -----------------------------------------------------------------------------
+
+namespace {
+
+// A copy of tests/agent/fixtures/sqlite-v6.db, a schema 6 database written by the release
+// before cache entries and the hash chain (commit 51be52f): three runs described in
+// fixtures/file-store-v3/README.md (one with a fan-out).
+fs::path copy_v6_fixture(const persist_test::ScratchDir& dir) {
+  const fs::path db = dir / "runs.db";
+  fs::copy_file(TRELLIS_SQLITE_V6_FIXTURE, db);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+  return db;
+}
+
+void check_v6_runs(Store& store) {
+  CHECK(store.runs() == std::vector<std::string>{"paid-1", "review-1", "shipped-1"});
+  CHECK(store.latest("review-1")->status == RunStatus::WaitingApproval);
+  const std::vector<EffectRecord> shipped = store.effects("shipped-1");
+  REQUIRE(shipped.size() == 4);
+  CHECK(shipped[0].result == "rf_300");
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(shipped[1 + i].name == "ship");
+    CHECK(shipped[1 + i].ordinal == i);
+    CHECK(shipped[1 + i].result == nlohmann::json{{"tracking", "tr_" + std::to_string(i)}});
+  }
+  CHECK(store.effects("paid-1").size() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("sqlite store: a schema 6 database opened read-only is read as it is, byte for byte") {
+  persist_test::ScratchDir dir;
+  const fs::path db = copy_v6_fixture(dir);
+  const std::string before = persist_test::read_bytes(db);
+  {
+    SqliteStore store(db, kReadOnly);
+    check_v6_runs(store);
+    CHECK_FALSE(store.cached(std::string(64, 'a')).has_value());  // no cache before schema 7
+    check_every_write_refused(store, "review-1");
+    ag::CacheEntry e;
+    e.key = std::string(64, 'a');
+    CHECK_THROWS_WITH_AS(store.put_cached(e), doctest::Contains("opened read-only"),
+                         ag::store_error);
+  }
+  CHECK(persist_test::read_bytes(db) == before);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 6);
+}
+
+TEST_CASE("sqlite store: a schema 6 database opened for writing is upgraded and caches") {
+  persist_test::ScratchDir dir;
+  const fs::path db = copy_v6_fixture(dir);
+  std::vector<RunSummary> as_read;
+  {
+    SqliteStore old(db, kReadOnly);
+    as_read = old.list_runs();
+  }
+  SqliteStore store(db);
+  CHECK(sql_integer(db, "SELECT version FROM trellis_schema") == 7);
+  CHECK(store.list_runs() == as_read);
+  check_v6_runs(store);
+  CHECK(ag::cancel_run(store, "review-1", "ana", "duplicate").status == RunStatus::Cancelled);
+  ag::CacheEntry e;
+  e.key = ag::cache_key("g", "pay", {{"amount", 300}}, "refund", "1");
+  e.result = "rf_300";
+  store.put_cached(e);
+  CHECK(SqliteStore(db).cached(e.key) == e);
+  CHECK(sql_integer(db, "SELECT count(*) FROM cache_entries") == 1);
 }
 
 TEST_CASE("sqlite store: a schema 3 database opened read-only asks for the upgrade") {

@@ -1135,3 +1135,87 @@ TEST_CASE_TEMPLATE("store: threads claiming at once never take the same run" *
   CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
   CHECK(all.size() == static_cast<std::size_t>(kRuns));
 }
+
+// ---- cache entries (cache_entry.hpp): store-wide, outliving their run --------------------------
+
+namespace {
+
+trellis::agent::CacheEntry entry(const std::string& inputs, nlohmann::json result) {
+  trellis::agent::CacheEntry e;
+  e.key = trellis::agent::cache_key("graph-sha", "summarize", {{"text", inputs}}, "llm.summarize",
+                                    "2");
+  e.result = std::move(result);
+  e.graph = "graph-sha";
+  e.node = "summarize";
+  e.action = "llm.summarize";
+  e.version = "2";
+  e.run_id = "run-1";
+  e.step = 3;
+  e.created_at = iso(kT0);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("store: a cache entry is read back by its key, in a new store object too", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  const trellis::agent::CacheEntry e = entry("a long text", {{"summary", "short"}, {"n", 2}});
+  CHECK_FALSE(h.store().cached(e.key).has_value());
+  h.store().put_cached(e);
+  CHECK(h.store().cached(e.key) == e);
+  CHECK(h.reopen().cached(e.key) == e);
+  CHECK_FALSE(h.store().cached(entry("another text", nullptr).key).has_value());
+}
+
+TEST_CASE_TEMPLATE("store: the newest put of a cache key wins", S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  trellis::agent::CacheEntry e = entry("t", "first");
+  h.store().put_cached(e);
+  e.result = "second";
+  e.run_id = "run-2";
+  h.store().put_cached(e);
+  CHECK(h.reopen().cached(e.key) == e);
+}
+
+TEST_CASE_TEMPLATE("store: cache entries survive the deletion and retention of their run", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  h.store().create(cp("run-1", 0));
+  h.store().commit(cp("run-1", 1, RunStatus::Succeeded), 0);
+  const trellis::agent::CacheEntry e = entry("t", {{"ok", true}});
+  h.store().put_cached(e);
+  h.store().apply_retention(Retention{.keep_last = 1, .finished_older_than = 1s});
+  CHECK(h.store().runs().empty());
+  h.store().create(cp("run-2", 0));
+  h.store().delete_run("run-2");
+  CHECK(h.store().cached(e.key) == e);
+  CHECK(h.reopen().cached(e.key) == e);
+}
+
+TEST_CASE_TEMPLATE("store: a cache key that is not 64 lower-case hex digits is refused", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  for (const std::string bad : {std::string(), std::string(63, 'a'), std::string(64, 'A'),
+                                std::string(64, 'g'), std::string("../") + std::string(61, 'a')}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS((void)h.store().cached(bad), doctest::Contains("invalid cache key"),
+                         trellis::agent::store_error);
+    trellis::agent::CacheEntry e = entry("t", 1);
+    e.key = bad;
+    CHECK_THROWS_WITH_AS(h.store().put_cached(e), doctest::Contains("invalid cache key"),
+                         trellis::agent::store_error);
+  }
+}
+
+TEST_CASE_TEMPLATE("store: a cache entry holding NaN is refused, naming it; nothing is written", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  trellis::agent::CacheEntry e = entry("t", {{"scores", {1, std::nan("")}}});
+  const unwritable_value refused = refusal([&] { h.store().put_cached(e); });
+  CHECK(refused.member() == "/result/scores/1");
+  CHECK(refused.reason() == "is NaN");
+  CHECK(refused.object() == "cache entry " + e.key);
+  CHECK_FALSE(h.store().cached(e.key).has_value());
+  CHECK_FALSE(h.reopen().cached(e.key).has_value());
+}

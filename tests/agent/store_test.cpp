@@ -568,10 +568,10 @@ void sql(const fs::path& db, const std::string& statement) {
 }
 
 // What a database made by this build holds that version 4 did not (the run index, cancel
-// requests, graph shapes; the due time and priority of version 6): dropped to make an older
-// database out of a new one.
+// requests, graph shapes; the due time and priority of version 6; the cache entries of version
+// 7): dropped to make an older database out of a new one.
 const std::string kWithoutVersion5 =
-    "DROP INDEX runs_by_due; ALTER TABLE runs DROP COLUMN due; "
+    "DROP TABLE cache_entries; DROP INDEX runs_by_due; ALTER TABLE runs DROP COLUMN due; "
     "ALTER TABLE runs DROP COLUMN priority; "
     "DROP INDEX runs_by_status; DROP TABLE cancel_requests; DROP TABLE graphs; "
     "ALTER TABLE runs DROP COLUMN next_node; ALTER TABLE runs DROP COLUMN step; "

@@ -19,7 +19,9 @@ target_compile_definitions(trellis_store_tests PRIVATE
   # A schema 4 database written by the SqliteStore of the release before issue 14.
   TRELLIS_SQLITE_V4_FIXTURE="${CMAKE_CURRENT_LIST_DIR}/fixtures/sqlite-v4.db"
   # A schema 5 database written by the SqliteStore of the release before durable timers.
-  TRELLIS_SQLITE_V5_FIXTURE="${CMAKE_CURRENT_LIST_DIR}/fixtures/sqlite-v5.db")
+  TRELLIS_SQLITE_V5_FIXTURE="${CMAKE_CURRENT_LIST_DIR}/fixtures/sqlite-v5.db"
+  # A schema 6 database written by the release before cache entries and the hash chain.
+  TRELLIS_SQLITE_V6_FIXTURE="${CMAKE_CURRENT_LIST_DIR}/fixtures/sqlite-v6.db")
 add_dependencies(trellis_store_tests trellis_store_lease_child)
 add_test(NAME trellis_store_tests COMMAND trellis_store_tests)
 set_tests_properties(trellis_store_tests PROPERTIES LABELS "agent" TIMEOUT 300)

@@ -538,3 +538,156 @@ nodes:
   CHECK_FALSE(st.contains("fresh"));
   CHECK(st.at("_last_error").at("code") == "flow.expression");
 }
+
+// ---- cache: true (node result caching) ----------------------------------------------------------
+
+namespace {
+
+const char* kCachedAdd = R"(trellis_graph: 1
+name: cached
+version: "1"
+start: add
+inputs:
+  x: {type: number, required: true}
+permissions: ["test.*"]
+nodes:
+  add:
+    action: test.add
+    cache: true
+    params: {a: "${inputs.x}", b: 10}
+    assign: {total: "${result.sum}"}
+    next: done
+  done:
+    return: {total: "${state.total}"}
+)";
+
+}  // namespace
+
+TEST_CASE("file graph: a cached action's second run with the same params is a cache hit") {
+  Actions a;
+  auto fg = make(kCachedAdd, a);
+  ag::MemoryStore store;
+  REQUIRE(fg.run("r1", {{"x", 7}}, store).succeeded());
+  CHECK(a.calls["test.add"] == 1);
+  CHECK(store.effects("r1").at(0).cached_from.empty());
+  const auto second = fg.run("r2", {{"x", 7}}, store);
+  REQUIRE(second.succeeded());
+  CHECK(second.state->output == json{{"total", 17}});
+  CHECK(a.calls["test.add"] == 1);  // not called again
+  const auto hit = store.effects("r2");
+  REQUIRE(hit.size() == 1);
+  CHECK_FALSE(hit[0].cached_from.empty());
+  const auto entry = store.cached(hit[0].cached_from);
+  REQUIRE(entry);
+  CHECK(entry->run_id == "r1");
+  CHECK(entry->node == "add");
+  CHECK(entry->action == "test.add");
+  CHECK(entry->version == "1");
+  CHECK(entry->graph == fg.file().content_hash);
+  // Other params: a miss.
+  REQUIRE(fg.run("r3", {{"x", 8}}, store).succeeded());
+  CHECK(a.calls["test.add"] == 2);
+  CHECK(store.effects("r3").at(0).cached_from.empty());
+}
+
+TEST_CASE("file graph: the same graph spelled otherwise (JSON, member order) hits the cache") {
+  Actions a;
+  auto yaml = make(kCachedAdd, a);
+  auto as_json = fl::FileGraph(
+      fl::load_graph_text(
+          R"({"version": "1", "trellis_graph": 1, "name": "cached", "start": "add",
+              "permissions": ["test.*"], "inputs": {"x": {"type": "number", "required": true}},
+              "nodes": {"done": {"return": {"total": "${state.total}"}},
+                        "add": {"params": {"b": 10, "a": "${inputs.x}"}, "action": "test.add",
+                                "cache": true, "assign": {"total": "${result.sum}"},
+                                "next": "done"}}})",
+          "test.json"),
+      a.registry);
+  CHECK(yaml.file().hash != as_json.file().hash);
+  CHECK(yaml.file().content_hash == as_json.file().content_hash);
+  ag::MemoryStore store;
+  REQUIRE(yaml.run("r1", {{"x", 7}}, store).succeeded());
+  REQUIRE(as_json.run("r2", {{"x", 7}}, store).succeeded());
+  CHECK(a.calls["test.add"] == 1);
+}
+
+TEST_CASE("file graph: a bumped action version misses the cache") {
+  Actions a;
+  ag::MemoryStore store;
+  REQUIRE(make(kCachedAdd, a).run("r1", {{"x", 7}}, store).succeeded());
+  int v2_calls = 0;
+  fl::ActionRegistry v2 = fl::ActionRegistry::with_builtins();
+  v2.add(
+      "test.add",
+      [&](const fl::ActionCall& c) {
+        ++v2_calls;
+        return json{{"sum", c.params.at("a").get<int>() + c.params.at("b").get<int>() + 1000}};
+      },
+      ag::EffectPolicy::idempotent, {.version = "2"});
+  auto bumped = fl::FileGraph(fl::load_graph_text(kCachedAdd, "test.yaml"), v2);
+  const auto out = bumped.run("r2", {{"x", 7}}, store);
+  REQUIRE(out.succeeded());
+  CHECK(v2_calls == 1);
+  CHECK(out.state->output == json{{"total", 1017}});
+  CHECK(store.effects("r2").at(0).cached_from.empty());
+}
+
+TEST_CASE("file graph: a failed cached action is not cached; the next run calls it again") {
+  fl::ActionRegistry r = fl::ActionRegistry::with_builtins();
+  int calls = 0;
+  bool failing = true;
+  r.add(
+      "test.flaky",
+      [&](const fl::ActionCall&) -> json {
+        ++calls;
+        if (failing) throw std::runtime_error("not now");
+        return "fine";
+      },
+      ag::EffectPolicy::idempotent);
+  auto fg = fl::FileGraph(fl::load_graph_text(R"(trellis_graph: 1
+name: flaky
+version: "1"
+start: call
+permissions: ["test.*"]
+nodes:
+  call:
+    action: test.flaky
+    cache: true
+    next: done
+  done:
+    return: "${state}"
+)",
+                                              "test.yaml"),
+                          r);
+  ag::MemoryStore store;
+  CHECK_FALSE(fg.run("r1", json::object(), store).succeeded());
+  failing = false;
+  REQUIRE(fg.run("r2", json::object(), store).succeeded());
+  CHECK(calls == 2);
+  CHECK(store.effects("r2").at(0).cached_from.empty());
+}
+
+TEST_CASE("file graph: cache: true on an action that is not idempotent is refused, with its place") {
+  Actions a;
+  try {
+    (void)make(R"(trellis_graph: 1
+name: refused
+version: "1"
+start: call
+permissions: ["test.*"]
+nodes:
+  call:
+    action: test.fail
+    cache: true
+    next: done
+  done:
+    return: null
+)",
+               a);
+    FAIL("a non-idempotent action was cached");
+  } catch (const fl::graph_file_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("test.yaml:7:3") != std::string::npos);
+    CHECK(what.find("not idempotent") != std::string::npos);
+  }
+}

@@ -125,6 +125,9 @@ struct EffectRecord {
   /// found. The record then holds a succeeded receipt with their result (it happened), or a
   /// transient one that a resume re-issues under the same key (it did not happen).
   std::optional<Reconciliation> reconciliation = std::nullopt;
+  /// A receipt taken from the store's cache (cache_entry.hpp): the key of the cache entry
+  /// whose result it holds; the call was not made. Empty for every other record.
+  std::string cached_from = {};
   /// The hash of the run's newest checkpoint when this record was written (the checkpoint its
   /// step started from): its link into the run's hash chain (chain.hpp). Empty in a record of
   /// a release before hash chains. (The JSON member is written only when set.)

@@ -38,7 +38,10 @@
 /// Lease was released is run_busy. The overloads without a token check no lease.
 ///
 /// Format versions: the root holds a marker, "@store.json" ({"format":"trellis.file_store",
-/// "version":3}; '@' is not allowed in run ids). Version 3 adds durable timers and priorities:
+/// "version":4}; '@' is not allowed in run ids). Version 4 adds cache entries ("@cache/<key>.json",
+/// cache_entry.hpp) and the members of the hash chain in checkpoint and effect records (an
+/// older build must not rewrite a run it cannot verify); its run files and index are otherwise
+/// those of version 3. Version 3 adds durable timers and priorities:
 /// checkpoints may carry wake_at and priority, and each index line ends with the run's due
 /// time and priority; version 2 (the release before) has neither; a root with run directories
 /// and no marker is version 1 (before the index). Opened for writing, a new or empty root gets
@@ -51,10 +54,11 @@
 ///
 /// Read-only (FileStoreOptions::read_only): the store must exist (a missing root, or one
 /// that is not a store, is not_a_store, and nothing is created); a version 1 or 2 store is
-/// read as it is (its listing, and due_runs, read every journal). Reads never create or change
+/// read as it is (its listing, and due_runs, read every journal), and so is a version 3 store
+/// (it has no cache entries). Reads never create or change
 /// anything (no directory, lock file, index or marker: the tree is left byte for byte as it was),
 /// and every write (create, commit, lease, put_effect, append_event, request_cancel, delete_run,
-/// put_graph, apply_retention) is a store_error ("opened read-only") that writes nothing.
+/// put_graph, put_cached, apply_retention) is a store_error ("opened read-only") that writes nothing.
 ///
 /// The run index (list_runs): "@index.jsonl" in the root holds one line per create, commit and
 /// journal rewrite: the run's summary and the journal's inode, size and mtime just after the
@@ -131,7 +135,7 @@ struct FileStoreOptions {
 class FileStore final : public detail::StoreProtocol {
  public:
   /// The version of the layout this build writes (and the newest it reads).
-  static constexpr int format_version = 3;
+  static constexpr int format_version = 4;
 
   /// Opens (creating it and its parents if needed, with the directory mode of
   /// `options.file_mode`) the store rooted at `root`, resolving links in `root` once, and
@@ -151,8 +155,8 @@ class FileStore final : public detail::StoreProtocol {
   const std::filesystem::path& root() const noexcept { return root_; }
   /// The directory of run `run_id` (validated; it may not exist).
   std::filesystem::path run_directory(std::string_view run_id) const;
-  /// The layout version of the store as opened: 2, or 1 for a version 1 store opened
-  /// read-only (a writable open upgrades it).
+  /// The layout version of the store as opened: format_version, or the older version of a
+  /// store opened read-only (a writable open upgrades it).
   int version() const noexcept { return version_; }
   bool read_only() const noexcept { return options_.read_only; }
 
@@ -190,6 +194,8 @@ class FileStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  void write_cache(const CacheEntry& entry) override;
+  std::optional<CacheEntry> read_cache(std::string_view key) override;
   std::vector<RunSummary> read_due(const std::string& now,
                                    const std::vector<std::string>* fingerprints,
                                    std::size_t limit) override;

@@ -61,8 +61,11 @@ class MemoryStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  void write_cache(const CacheEntry& entry) override;
+  std::optional<CacheEntry> read_cache(std::string_view key) override;
 
   std::mutex m_;
+  std::map<std::string, CacheEntry, std::less<>> cache_;  // by key
   std::map<std::string, GraphShape, std::less<>> graphs_;  // by fingerprint
   std::map<std::string, Run, std::less<>> runs_;
   std::map<std::string, Held, std::less<>> leases_;           // run id -> its holder

@@ -78,7 +78,7 @@ struct PostgresStoreOptions {
   std::size_t connections = 4;
   /// Open to read only: no schema is created or upgraded, and every write (create, commit,
   /// lease, claim, put_effect, append_event, request_cancel, delete_run, put_graph,
-  /// apply_retention) throws store_error, writing nothing (the connections are also set to
+  /// put_cached, apply_retention) throws store_error, writing nothing (the connections are also set to
   /// default_transaction_read_only).
   bool read_only = false;
   /// How long connecting may take (libpq counts whole seconds, at least 2).
@@ -87,8 +87,10 @@ struct PostgresStoreOptions {
 
 class PostgresStore final : public detail::StoreProtocol {
  public:
-  /// The schema version this build writes and reads.
-  static constexpr int schema_version = 1;
+  /// The schema version this build writes and reads (1: before cache entries and the hash
+  /// chain's record members; upgraded in place when opened for writing, read as it is
+  /// read-only).
+  static constexpr int schema_version = 2;
 
   /// Connects, checks the schema (creating it in an empty or missing schema; with
   /// `options.read_only`, creating nothing). Throws, leaving the database as it was:
@@ -136,6 +138,8 @@ class PostgresStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  void write_cache(const CacheEntry& entry) override;
+  std::optional<CacheEntry> read_cache(std::string_view key) override;
   std::vector<RunSummary> read_due(const std::string& now,
                                    const std::vector<std::string>* fingerprints,
                                    std::size_t limit) override;

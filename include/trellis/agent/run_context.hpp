@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/cache_entry.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/fanout.hpp"
@@ -94,6 +95,15 @@ class RunContext {
                                      EffectPolicy policy, F&& fn, FanoutOptions options = {}) {
     return run_effects(name, std::move(args), policy, wrap(std::forward<F>(fn)), options);
   }
+  /// The same, cached (cache_entry.hpp): when the store holds a cache entry under
+  /// `cache.key`, its result is the effect's receipt (the record says `cached_from`) and `fn`
+  /// is not called; otherwise the effect runs as above and a successful result is put in the
+  /// cache. Only an idempotent effect may be cached (graph_error otherwise).
+  template <class F>
+  nlohmann::json effect(std::string_view name, nlohmann::json args, EffectPolicy policy, F&& fn,
+                        const EffectCache& cache) {
+    return run_cached_effect(name, std::move(args), policy, wrap(std::forward<F>(fn)), cache);
+  }
   /// The same, with a compensation: when the run fails after this effect succeeded,
   /// `compensate(call, result)` undoes it, once, as an effect of its own.
   template <class F>
@@ -116,6 +126,8 @@ class RunContext {
 
   nlohmann::json run_effect(std::string_view name, nlohmann::json args, EffectPolicy policy,
                             EffectFn fn, CompensateFn compensate);
+  nlohmann::json run_cached_effect(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                                   EffectFn fn, const EffectCache& cache);
   std::vector<EffectOutcome> run_effects(std::string_view name, std::vector<nlohmann::json> args,
                                          EffectPolicy policy, EffectFn fn,
                                          const FanoutOptions& options);

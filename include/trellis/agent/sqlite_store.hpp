@@ -13,10 +13,10 @@
 /// database file.
 ///
 /// Tables `trellis_schema`, `runs` (with the run index list_runs reads), `checkpoints`,
-/// `effects`, `events`, `leases`, `cancel_requests` and `graphs`, schema version
+/// `effects`, `events`, `leases`, `cancel_requests`, `graphs` and `cache_entries`, schema version
 /// `schema_version` (an older one is upgraded in place when opened for writing), are
 /// described in docs/formats.md, section "SQLite schema". Every checkpoint, effect, cancel
-/// request and graph row carries a checksum of its record text: a record edited or damaged
+/// request, graph and cache entry row carries a checksum of its record text: a record edited or damaged
 /// outside trellis is a store_error naming the database, never returned. Records are parsed
 /// with the file readers' nesting limit (max_json_depth).
 ///
@@ -101,8 +101,8 @@ struct SqliteStoreOptions {
   unsigned file_mode = 0600;
   /// Open to read only (SQLITE_OPEN_READONLY): a missing file is not_a_store and nothing is
   /// created; an older schema is read as it is (no upgrade); every write (create, commit,
-  /// lease, put_effect, append_event, request_cancel, delete_run, put_graph, apply_retention)
-  /// throws store_error and writes nothing. The database file is never written. SQLite needs
+  /// lease, put_effect, append_event, request_cancel, delete_run, put_graph, put_cached,
+  /// apply_retention) throws store_error and writes nothing. The database file is never written. SQLite needs
   /// the -wal and -shm files to read a WAL database while others may write it: when they are
   /// missing (the last writer closed it), SQLite creates them beside it (the -wal empty, both
   /// with the database file's mode), and they stay after the store closes, until a writer's
@@ -115,9 +115,10 @@ class SqliteStore final : public detail::StoreProtocol {
  public:
   /// The schema version this build writes and reads (1: before effect records, 2: before
   /// lease epochs, 3: before row checksums, 4: before the run index, cancel requests and graph
-  /// shapes, 5: before durable timers and priorities; such a database is upgraded in place
+  /// shapes, 5: before durable timers and priorities, 6: before cache entries and the hash
+  /// chain's record members; such a database is upgraded in place
   /// when opened for writing).
-  static constexpr int schema_version = 6;
+  static constexpr int schema_version = 7;
 
   /// Opens (creating it with exactly `options.file_mode` if needed, upgrading an older schema)
   /// the database at `path`; with `options.read_only`, opens it to read, creating and
@@ -165,6 +166,8 @@ class SqliteStore final : public detail::StoreProtocol {
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;
+  void write_cache(const CacheEntry& entry) override;
+  std::optional<CacheEntry> read_cache(std::string_view key) override;
   std::vector<RunSummary> read_due(const std::string& now,
                                    const std::vector<std::string>* fingerprints,
                                    std::size_t limit) override;

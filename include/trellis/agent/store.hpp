@@ -40,6 +40,10 @@
 ///   create and commit, so it does not read every run's history.
 /// - `delete_run` removes a run (checkpoints, effects, events, requests) unless a worker holds
 ///   its lease (run_busy).
+/// - Cache entries (`put_cached`, `cached`; cache_entry.hpp): results of idempotent effects
+///   kept under a cache key, store-wide (not per run): they survive the deletion and the
+///   retention of the run that made them; the newest put of a key wins. Keys are validated
+///   (check_cache_key: store_error) before anything is looked at.
 /// - Graph shapes (`put_graph`, `graph`): what run() stores so that a program without the
 ///   graph can draw it; one per fingerprint, the newest put wins.
 /// - Claiming (workers, worker.hpp): `claim` takes, in one call, the leases of up to `limit`
@@ -60,7 +64,7 @@
 /// - What JSON text cannot carry back as it is (a NaN or infinite number, nesting deeper than
 ///   trellis::max_json_depth counted from the root of the record written) is refused by every
 ///   store, MemoryStore included, before anything is written: unwritable_value, naming the
-///   member of the checkpoint or effect record ("/state/scores/2", "/result/total").
+///   member of the checkpoint, effect record or cache entry ("/state/scores/2", "/result/total").
 
 #include <chrono>
 #include <cstdint>
@@ -73,6 +77,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/cache_entry.hpp"
 #include "trellis/agent/cancel_request.hpp"
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/effect.hpp"
@@ -195,6 +200,12 @@ class Store {
   virtual void put_graph(const GraphShape& shape);
   /// The shape stored under `fingerprint`, if any.
   virtual std::optional<GraphShape> graph(std::string_view fingerprint);
+  /// The cache entry stored under `key`, if any (cache_entry.hpp). A Store written before
+  /// cache entries keeps none: nullopt.
+  virtual std::optional<CacheEntry> cached(std::string_view key);
+  /// Stores `entry` under `entry.key` (replacing an older one) durably before returning;
+  /// needs no lease. A Store written before cache entries drops it (so nothing is cached).
+  virtual void put_cached(const CacheEntry& entry);
 
   // --- workers (see "Claiming" above) --------------------------------------------------------
 

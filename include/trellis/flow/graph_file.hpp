@@ -158,6 +158,11 @@ struct GraphFile {
   std::vector<NodeSpec> nodes;                          ///< in file order
   /// SHA-256 (hex) of the file's bytes as read: "the graph's hash" (caching, the run's record).
   std::string hash;
+  /// SHA-256 (hex) of the file's canonical JSON form (the document as JSON, object members
+  /// sorted, compact; json::dump), so the same graph in YAML or JSON, with other comments,
+  /// spacing or member order, has the same one: the graph's part of a cached result's key.
+  /// Computed only for a graph with a `cache: true` node (empty otherwise).
+  std::string content_hash;
 
   const NodeSpec* node(std::string_view name) const;
 };

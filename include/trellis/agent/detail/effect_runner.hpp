@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/cache_entry.hpp"
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/event_kind.hpp"
@@ -92,6 +93,12 @@ class EffectRunner {
   nlohmann::json run(std::string_view name, nlohmann::json args, EffectPolicy policy,
                      const EffectFn& fn, CompensateFn compensate);
 
+  /// One cached effect (cache_entry.hpp): as run(), but a cache entry under `cache.key` is its
+  /// receipt (no call), and a successful call's result is put in the cache. graph_error
+  /// unless `policy` is idempotent.
+  nlohmann::json run_cached(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                            const EffectFn& fn, const EffectCache& cache);
+
   /// A fan-out (fanout.hpp): one effect per element of `args`, ordinals reserved in input
   /// order, run by up to options.concurrency threads (the caller's included). Items not
   /// started when `stop` is requested are skipped.
@@ -140,7 +147,8 @@ class EffectRunner {
                        CompensateFn compensate, bool listed);
   /// The protocol for `rec` (replay, or started record, call, receipt). Safe to call from
   /// several threads at once (the shared bookkeeping is under mu_).
-  nlohmann::json execute(EffectRecord rec, const EffectFn& fn);
+  /// `cache`: the cached effect's (run_cached), else nullptr.
+  nlohmann::json execute(EffectRecord rec, const EffectFn& fn, const EffectCache* cache = nullptr);
   void event(EventKind kind, nlohmann::json detail, bool durable);
   std::string now() const;
   void replayed(const EffectRecord& r);

@@ -112,6 +112,8 @@ class StoreProtocol : public Store {
   void delete_run(std::string_view run_id) final;
   void put_graph(const GraphShape& shape) final;
   std::optional<GraphShape> graph(std::string_view fingerprint) final;
+  std::optional<CacheEntry> cached(std::string_view key) final;
+  void put_cached(const CacheEntry& entry) final;
   std::vector<Claim> claim(const ClaimRequest& request) override;
   std::vector<RunSummary> due_runs(std::size_t limit) override;
 
@@ -155,6 +157,11 @@ class StoreProtocol : public Store {
   virtual bool erase_run(std::string_view run_id);
   virtual void write_graph(const GraphShape& shape);
   virtual std::optional<GraphShape> read_graph(std::string_view fingerprint);
+  /// Stores the cache entry under its key (replacing one), durably; no run is involved.
+  /// (Default: store_error.) The protocol has checked the key and the entry's values.
+  virtual void write_cache(const CacheEntry& entry);
+  /// The cache entry under `key` (a checked key), if any (default: none).
+  virtual std::optional<CacheEntry> read_cache(std::string_view key);
 
   /// Up to `limit` summaries of runs due at or before `now` (UTC text of the store's clock:
   /// RunSummary::due <= now), of the graphs `fingerprints` (nullptr: any), in claim order
