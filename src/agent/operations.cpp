@@ -13,6 +13,7 @@
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/event_kind.hpp"
 #include "trellis/agent/run_event.hpp"
+#include "trellis/agent/subgraph.hpp"
 #include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
@@ -140,6 +141,14 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
   out.request = store.request_cancel(
       CancelRequest{std::string(run_id), 0, by, reason, detail::now_iso8601(clock)});
   out.status = cp.status;
+  // Its unfinished child runs (subgraph.hpp) are cancelled with it.
+  for (const std::string& child : child_runs(store, run_id)) {
+    try {
+      cancel_run(store, child, by, "its parent run '" + std::string(run_id) + "' was cancelled",
+                 clock);
+    } catch (const run_conflict&) {  // it ended meanwhile
+    }
+  }
   std::optional<Lease> lease;
   // Another operator's call holds a run for milliseconds: wait that out. A run call holds it
   // for as long as it runs, and answers the request itself (between steps, or when it pauses).
