@@ -7,7 +7,9 @@
 # 3. the same run killed with SIGKILL during its fan-out (each search waits a moment): resumed,
 #    it runs again only the items without a receipt (every finished item keeps its one call);
 # 4. release.yaml routes its errors: the announcement's command does not exist, the graph goes
-#    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors.
+#    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors; its
+#    `checklist` node ran release-checklist.yaml as a child run (a subgraph), listed with it,
+#    whose output the release's output carries.
 set -euo pipefail
 
 trellis=$1
@@ -46,7 +48,7 @@ release=$graphs/release.yaml
 sources="[\"$graphs/sources/checkpoints.txt\", \"$graphs/sources/approvals.txt\", \"$graphs/sources/fanout.txt\"]"
 
 # 1. validate
-x validate 0 "$trellis" validate "$research" "$release"
+x validate 0 "$trellis" validate "$research" "$release" "$graphs/release-checklist.yaml"
 
 # 2. a run to its approval, approved, resumed to the report
 x run1 0 "$trellis" run "$research" --store "$store" --work-dir "$work" --run-id r-1 \
@@ -100,4 +102,11 @@ x show3 0 "$trellis" --store "$store" runs show r-3 -o json
 [[ $(json "$dir/show3.out" 'd["run"]["reason"]') == completed_with_errors ]] ||
   fail "r-3 is not completed_with_errors"
 grep -q "announce" "$dir/show3.out" || fail "r-3's detail does not name the failed node"
+x ls3 0 "$trellis" --store "$store" runs ls -o json
+[[ $(json "$dir/ls3.out" '" ".join(sorted(r["run_id"] for r in d["runs"] if r["run_id"].startswith("r-3")))') == \
+  "r-3 r-3.checklist.3" ]] || fail "runs ls does not list r-3 and its child run r-3.checklist.3"
+x show3c 0 "$trellis" --store "$store" runs show r-3.checklist.3 -o json
+[[ $(json "$dir/show3c.out" 'd["run"]["status"]') == Succeeded ]] || fail "the checklist did not succeed"
+[[ $(json "$dir/show3.out" 'd["state"]["output"]["notes"]') == "Release 1.4.0" ]] ||
+  fail "r-3's output does not carry the checklist's notes"
 echo "graphs: all good"
