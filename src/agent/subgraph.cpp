@@ -121,12 +121,11 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child) {
   const std::string fingerprint = child.fingerprint();
   // The link, an effect of the parent's step: its receipt names the child, so every rerun of
   // the step (keyed alike) finds the same one.
-  const nlohmann::json link =
-      ctx.effect(link_effect, {{"graph", fingerprint}}, EffectPolicy::idempotent,
-                 [](const EffectCall& call) {
-                   return nlohmann::json{
-                       {"child", child_run_id(call.run_id, call.node, call.step, call.ordinal)}};
-                 });
+  const nlohmann::json link = ctx.effect(
+      link_effect, {{"graph", fingerprint}}, EffectPolicy::idempotent, [](const EffectCall& call) {
+        return nlohmann::json{
+            {"child", child_run_id(call.run_id, call.node, call.step, call.ordinal)}};
+      });
   ChildStep out;
   out.run_id = link.at("child").get<std::string>();
   const std::string& id = out.run_id;
@@ -136,8 +135,8 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child) {
   if (std::optional<Checkpoint> cp = store->latest(id); !cp) {
     st = child.start(id, *store, options);
   } else if (cp->fingerprint != fingerprint) {
-    throw graph_mismatch("trellis: child run '" + id + "' was stored by graph [" +
-                         cp->fingerprint + "], the subgraph is [" + fingerprint + "]");
+    throw graph_mismatch("trellis: child run '" + id + "' was stored by graph [" + cp->fingerprint +
+                         "], the subgraph is [" + fingerprint + "]");
   } else if (cp->status == RunStatus::Succeeded) {
     child.succeeded(*cp);
     st = status_of(*cp);
@@ -146,8 +145,7 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child) {
   } else if (cp->status == RunStatus::WaitingApproval) {
     const std::optional<ApprovalRequest>& request =
         cp->interrupt ? cp->interrupt->approval : std::nullopt;
-    const bool expired =
-        request && request->expires_at && ctx.clock().now() > *request->expires_at;
+    const bool expired = request && request->expires_at && ctx.clock().now() > *request->expires_at;
     if (const Resume* d = forwarded(ctx, *store, id, *cp))
       st = child.resume(id, *store, d, options);
     else if (expired)

@@ -472,7 +472,8 @@ FileGraph::FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOpt
   std::uint64_t child_steps = 0;
   for (const NodeSpec& n : f.nodes) {
     if (n.kind != NodeKind::subgraph || !n.subgraph) continue;
-    const std::filesystem::path path = std::filesystem::path(f.path).parent_path() / n.subgraph->graph;
+    const std::filesystem::path path =
+        std::filesystem::path(f.path).parent_path() / n.subgraph->graph;
     auto child = std::unique_ptr<FileGraph>(
         new FileGraph(load_graph_file(path), actions, impl_->options, inner));
     child_steps += child->graph().max_steps();

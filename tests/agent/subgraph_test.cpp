@@ -51,9 +51,9 @@ struct Family {
 Step ask() {
   return [](Doc&, ag::RunContext& ctx) -> ag::NextStep {
     if (ctx.resume()) return ag::Goto{"b"};
-    return ag::Interrupt{"approval: ship",
-                         ag::ApprovalRequest{"ship 1.2", {{"version", "1.2"}}, "irreversible",
-                                             t0 + 1h}};
+    return ag::Interrupt{
+        "approval: ship",
+        ag::ApprovalRequest{"ship 1.2", {{"version", "1.2"}}, "irreversible", t0 + 1h}};
   };
 }
 

@@ -164,11 +164,14 @@ nodes:
   const auto out = fg.run("p-1", {{"version", "1.2"}}, store);
   REQUIRE(out.succeeded());
   CHECK(out.state->output == json{{"error", "agent.subgraph_failed"}});
-  CHECK(out.state->state.at("_last_error").at("error").get<std::string>().find(
-            "the checklist is incomplete") != std::string::npos);
+  CHECK(out.state->state.at("_last_error")
+            .at("error")
+            .get<std::string>()
+            .find("the checklist is incomplete") != std::string::npos);
 }
 
-TEST_CASE("file subgraph: an approval in the child surfaces on the parent; the decision reaches it") {
+TEST_CASE(
+    "file subgraph: an approval in the child surfaces on the parent; the decision reaches it") {
   Files f;
   f.write("sub/child.yaml", R"(trellis_graph: 1
 name: child

@@ -76,9 +76,9 @@ namespace trellis::agent {
 /// parent's node returns to wait for it.
 template <class C>
 struct SubgraphResult {
-  std::string run_id;                       ///< the child run's id
-  RunStatus status = RunStatus::Queued;     ///< the child's status when subgraph() returned
-  std::optional<C> output = std::nullopt;   ///< set when the child succeeded: its final state
+  std::string run_id;                           ///< the child run's id
+  RunStatus status = RunStatus::Queued;         ///< the child's status when subgraph() returned
+  std::optional<C> output = std::nullopt;       ///< set when the child succeeded: its final state
   std::optional<NextStep> wait = std::nullopt;  ///< set otherwise: return it from the node
 
   bool done() const noexcept { return output.has_value(); }
