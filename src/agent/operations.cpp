@@ -124,6 +124,8 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
   detail.erase("request");
   detail.erase("value");
   log_event(store, next, EventKind::decision_recorded, std::move(detail));
+  lease = Lease();  // released: a parent waiting on this run (subgraph.hpp) goes on too
+  detail::wake_parents(store, std::string(run_id), std::string(request), clock);
   return next;
 }
 

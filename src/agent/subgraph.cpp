@@ -197,6 +197,39 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child) {
   return out;
 }
 
+void wake_parents(Store& store, const std::string& child, const std::string& request,
+                  Clock& clock) {
+  for (std::size_t dot = child.rfind('.'); dot != std::string::npos && dot > 0;
+       dot = child.rfind('.', dot - 1)) {
+    const std::string parent = child.substr(0, dot);
+    const std::string asked = surfaced(child, request);
+    const auto waits = [&](const std::optional<Checkpoint>& cp) {
+      return cp && cp->status == RunStatus::WaitingApproval && cp->interrupt &&
+             cp->interrupt->reason.starts_with(asked);
+    };
+    if (!waits(store.latest(parent))) continue;
+    std::optional<Lease> lease;
+    try {
+      lease.emplace(store.lease(parent, "a decision on its child run " + child));
+    } catch (const run_busy&) {
+      return;  // a process advances it: its node sees the child's decision
+    }
+    std::optional<Checkpoint> cp = store.latest(parent);
+    if (!waits(cp)) return;
+    Checkpoint next = *cp;
+    next.seq = cp->seq + 1;
+    next.created_at = now_iso8601(clock);
+    next.status = RunStatus::Queued;  // its node reruns (resume_node kept: the same child)
+    next.interrupt.reset();
+    next.effects.clear();
+    next.wake_at.clear();
+    store.commit(next, cp->seq, lease->token());
+    lease.reset();
+    wake_parents(store, parent, request_id(*cp), clock);  // a grandparent surfacing it
+    return;
+  }
+}
+
 }  // namespace detail
 
 }  // namespace trellis::agent

@@ -155,7 +155,7 @@ TEST_CASE("subgraph: a Reject on the parent fails the parent and leaves the chil
   CHECK(f.parent.latest(f.kid).status == RunStatus::WaitingApproval);
 }
 
-TEST_CASE("subgraph: a decision given on the child directly is seen when the parent resumes") {
+TEST_CASE("subgraph: a decision recorded on the child makes the parent go on without one") {
   Family f;
   f.child_node("a", ask()).child_node("b", halt());
   f.child.entry("a");
@@ -163,10 +163,34 @@ TEST_CASE("subgraph: a decision given on the child directly is seen when the par
   const auto child_cp = f.parent.latest(f.kid);
   ag::record_decision(f.parent.store, f.kid, ag::request_id(child_cp),
                       ag::Approve{.reviewer = "bo"}, f.parent.clock);
-  const auto out = f.parent.resume("run-1", ag::Approve{.reviewer = "ana"});
+  CHECK(f.parent.latest().status == RunStatus::Queued);  // runnable: resume or a worker
+  CHECK(ag::pending_approvals(f.parent.store).empty());
+  const auto out = f.parent.resume();
   REQUIRE(out.succeeded());
   for (const auto& cp : f.parent.store.history(f.kid))
     if (cp.decision) CHECK(std::get<ag::Approve>(cp.decision->given).reviewer == "bo");
+  CHECK(f.child_calls["a"] == 2);
+}
+
+TEST_CASE("subgraph: a decision on the parent's stale request is not forwarded to the child") {
+  Family f;
+  f.child_node("a", ask());
+  f.child_node("b", [](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    if (ctx.resume()) return ag::Halt{};
+    return ag::Interrupt{"second question"};
+  });
+  f.child.entry("a");
+  REQUIRE(f.parent.run().interrupted());  // surfaces the child's first request
+  // The child is decided by its own program and moves on to its second pause.
+  ag::RunOptions o;
+  o.clock = &f.parent.clock;
+  REQUIRE(f.child.resume(f.kid, f.parent.store, ag::Approve{.reviewer = "bo"}, o).interrupted());
+  // A decision given on the parent answered the first request: it is not the second's answer.
+  const auto again = f.parent.resume("run-1", ag::Approve{.reviewer = "ana"});
+  REQUIRE(again.interrupted());
+  CHECK(again.interrupt->reason.ends_with(": second question"));
+  CHECK(f.parent.latest(f.kid).status == RunStatus::WaitingApproval);
+  CHECK(f.parent.latest(f.kid).next_node == "b");
 }
 
 TEST_CASE("subgraph: a child that sleeps makes the parent wait on a durable timer") {

@@ -34,8 +34,8 @@
 ///   request the child has left is not forwarded: the child's newer pause surfaces instead).
 ///   A Reject given on the parent fails the parent at once (as any Reject) and the child
 ///   stays paused: reject or cancel it on its own. A decision given on the child directly
-///   (record_decision on the child: it is Queued) is seen when the parent's node next runs
-///   (the parent needs a decision of its own to be resumed, any one; it is not forwarded).
+///   (record_decision on the child, `trellis approve CHILD`) makes the parent Queued too,
+///   without a decision: resumed (or claimed by a worker), its node continues the child.
 /// - Waiting (a Sleep, a durable retry backoff): `wait` is a Sleep until the child's wake
 ///   time with `replay`, so the parent is Waiting on a durable timer too and its rerun
 ///   continues the same child.
@@ -134,6 +134,13 @@ struct ChildStep {
   std::optional<NextStep> wait;
 };
 ChildStep advance_child(RunContext& ctx, ChildGraph& child);
+
+/// After a decision was recorded on request `request` of run `child`: the run whose pause
+/// surfaces that request (its parent: a prefix of the child's id, paused on it) is made Queued
+/// without a decision, so a resume or a worker runs its node again, which continues the child;
+/// and so on up (a grandparent surfacing the parent's pause). A parent busy or not paused on it
+/// is left as it is.
+void wake_parents(Store& store, const std::string& child, const std::string& request, Clock& clock);
 
 }  // namespace detail
 
