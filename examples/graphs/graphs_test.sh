@@ -7,7 +7,10 @@
 # 3. the same run killed with SIGKILL during its fan-out (each search waits a moment): resumed,
 #    it runs again only the items without a receipt (every finished item keeps its one call);
 # 4. release.yaml routes its errors: the announcement's command does not exist, the graph goes
-#    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors.
+#    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors; its
+#    `checklist` node ran release-checklist.yaml as a child run (a subgraph), listed with it,
+#    whose output the release's output carries;
+# 5. the same killed (SIGKILL) inside its child run, resumed: the child is continued.
 set -euo pipefail
 
 trellis=$1
@@ -46,7 +49,7 @@ release=$graphs/release.yaml
 sources="[\"$graphs/sources/checkpoints.txt\", \"$graphs/sources/approvals.txt\", \"$graphs/sources/fanout.txt\"]"
 
 # 1. validate
-x validate 0 "$trellis" validate "$research" "$release"
+x validate 0 "$trellis" validate "$research" "$release" "$graphs/release-checklist.yaml"
 
 # 2. a run to its approval, approved, resumed to the report
 x run1 0 "$trellis" run "$research" --store "$store" --work-dir "$work" --run-id r-1 \
@@ -100,4 +103,31 @@ x show3 0 "$trellis" --store "$store" runs show r-3 -o json
 [[ $(json "$dir/show3.out" 'd["run"]["reason"]') == completed_with_errors ]] ||
   fail "r-3 is not completed_with_errors"
 grep -q "announce" "$dir/show3.out" || fail "r-3's detail does not name the failed node"
+x ls3 0 "$trellis" --store "$store" runs ls -o json
+[[ $(json "$dir/ls3.out" '" ".join(sorted(r["run_id"] for r in d["runs"] if r["run_id"].startswith("r-3")))') == \
+  "r-3 r-3.checklist.3" ]] || fail "runs ls does not list r-3 and its child run r-3.checklist.3"
+x show3c 0 "$trellis" --store "$store" runs show r-3.checklist.3 -o json
+[[ $(json "$dir/show3c.out" 'd["run"]["status"]') == Succeeded ]] || fail "the checklist did not succeed"
+[[ $(json "$dir/show3.out" 'd["state"]["output"]["notes"]') == "Release 1.4.0" ]] ||
+  fail "r-3's output does not carry the checklist's notes"
+# 5. a subgraph under kill -9: the process dies right after the checklist's second step
+#    commits (commits: tests, changelog, check, then the child's semver and notes); resumed, the
+#    release's `checklist` node continues the same child run (no second child, no step of it
+#    run again) and the release ends as before.
+rc=0
+TRELLIS_FAILPOINT="step.after_commit@5" "$trellis" run "$release" --store "$store" \
+  --work-dir "$work" --run-id r-5 --input version=1.5.0 >"$dir/run5.out" 2>&1 || rc=$?
+[[ $rc == 137 ]] || fail "r-5 was not killed at its fifth commit (exit $rc)"
+x show5c 0 "$trellis" --store "$store" runs show r-5.checklist.3 -o json
+[[ $(json "$dir/show5c.out" 'd["run"]["step"]') == 2 ]] || fail "the checklist is not at its third step"
+x resume5 0 "$trellis" --store "$store" --graph "$release" --work-dir "$work" resume r-5
+x show5 0 "$trellis" --store "$store" runs show r-5 -o json
+[[ $(json "$dir/show5.out" 'd["state"]["output"]["notes"]') == "Release 1.5.0" ]] ||
+  fail "r-5's output does not carry the checklist's notes"
+x ls5 0 "$trellis" --store "$store" runs ls -o json
+[[ $(json "$dir/ls5.out" '" ".join(sorted(r["run_id"] for r in d["runs"] if r["run_id"].startswith("r-5")))') == \
+  "r-5 r-5.checklist.3" ]] || fail "r-5 has other child runs than r-5.checklist.3"
+x effects5 0 "$trellis" --store "$store" runs effects r-5.checklist.3 -o json
+[[ $(json "$dir/effects5.out" 'max(e["issued"] for e in d["effects"])') == 1 ]] ||
+  fail "a step of the checklist ran again after the kill"
 echo "graphs: all good"

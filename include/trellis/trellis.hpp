@@ -10,6 +10,7 @@
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"
 #include "trellis/agent/run_monitor.hpp"
+#include "trellis/agent/subgraph.hpp"
 #include "trellis/agent/worker.hpp"
 #include "trellis/base/enumeration.hpp"
 #include "trellis/base/subscription.hpp"

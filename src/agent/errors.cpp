@@ -38,4 +38,6 @@ std::string_view reconciliation_required::id() const noexcept {
   return "agent.reconciliation_required";
 }
 
+std::string_view subgraph_failed::id() const noexcept { return "agent.subgraph_failed"; }
+
 }  // namespace trellis::agent

@@ -14,6 +14,7 @@
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/event_kind.hpp"
 #include "trellis/agent/run_event.hpp"
+#include "trellis/agent/subgraph.hpp"
 #include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent {
@@ -128,6 +129,8 @@ Checkpoint record_decision(Store& store, std::string_view run_id, std::string_vi
   detail.erase("request");
   detail.erase("value");
   log_event(store, next, EventKind::decision_recorded, std::move(detail));
+  lease = Lease();  // released: a parent waiting on this run (subgraph.hpp) goes on too
+  detail::wake_parents(store, std::string(run_id), std::string(request), clock);
   return next;
 }
 
@@ -145,6 +148,14 @@ CancelResult cancel_run(Store& store, std::string_view run_id, std::string by, s
   out.request = store.request_cancel(
       CancelRequest{std::string(run_id), 0, by, reason, detail::now_iso8601(clock)});
   out.status = cp.status;
+  // Its unfinished child runs (subgraph.hpp) are cancelled with it.
+  for (const std::string& child : child_runs(store, run_id)) {
+    try {
+      cancel_run(store, child, by, "its parent run '" + std::string(run_id) + "' was cancelled",
+                 clock);
+    } catch (const run_conflict&) {  // it ended meanwhile
+    }
+  }
   std::optional<Lease> lease;
   // Another operator's call holds a run for milliseconds: wait that out. A run call holds it
   // for as long as it runs, and answers the request itself (between steps, or when it pauses).

@@ -235,7 +235,9 @@ class Execution final : public EffectHost {
            .stop = keeper_.stop_token(),
            .resume = cp_.decision ? std::optional<Resume>(cp_.decision->given) : std::nullopt,
            .clock = &clock_,
-           .effects = &effects_});
+           .effects = &effects_,
+           .store = &store_,
+           .options = &options_});
       emit(EventKind::step_started, name, 0.0);
       const auto t0 = std::chrono::steady_clock::now();
 
@@ -569,6 +571,10 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
   } else if (const auto* sleep = std::get_if<Sleep>(&next)) {
     c.status = RunStatus::Waiting;
     c.next_node = sleep->then.empty() ? std::string(node) : sleep->then;
+    if (sleep->replay && c.next_node == node) {  // the rerun replays this step's effects
+      c.resume_node = std::string(node);
+      c.rerun_step = effect_step;
+    }
   } else {
     const Interrupt& pause = std::get<Interrupt>(next);
     c.status = RunStatus::WaitingApproval;

@@ -15,6 +15,7 @@
 #include "trellis/agent/clock.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/graph_shape.hpp"
+#include "trellis/agent/subgraph.hpp"
 #include "trellis/flow/capability.hpp"
 #include "trellis/flow/errors.hpp"
 #include "trellis/flow/validate.hpp"
@@ -100,6 +101,12 @@ json decision_value(const ag::Resume& r) {
   return {{"kind", "reject"}};  // a Reject fails the run before the node reruns
 }
 
+/// A child run cancelled (with its parent): a cancellation, never routed.
+bool cancelled_child(const std::exception& e) {
+  const auto* failed = dynamic_cast<const ag::subgraph_failed*>(&e);
+  return failed != nullptr && failed->cancelled();
+}
+
 /// Errors a node must let out: the engine's (infrastructure, a cancellation, a refused dry
 /// step, an effect to reconcile), never routed as the node's failure.
 bool engine_error(const std::exception& e) {
@@ -108,7 +115,7 @@ bool engine_error(const std::exception& e) {
          dynamic_cast<const trellis::unwritable_value*>(&e) != nullptr ||
          dynamic_cast<const ag::effect_refused*>(&e) != nullptr ||
          dynamic_cast<const ag::reconciliation_required*>(&e) != nullptr ||
-         dynamic_cast<const ag::run_busy*>(&e) != nullptr;
+         dynamic_cast<const ag::run_busy*>(&e) != nullptr || cancelled_child(e);
 }
 
 std::string error_code(const std::exception& e) {
@@ -123,6 +130,11 @@ struct FileGraph::Impl {
   const ActionRegistry* actions = nullptr;
   FileGraphOptions options;
   ag::Graph<FlowState> graph;
+  /// The graphs of the subgraph nodes, by node name (each loaded relative to this file).
+  std::map<std::string, std::unique_ptr<FileGraph>, std::less<>> children;
+  /// The permissions of the graphs that run this one as a subgraph (outermost first): a call
+  /// must be granted by each of them too.
+  std::vector<std::vector<std::string>> ceilings;
 
   std::filesystem::path work_dir(std::string_view run_id) const {
     const std::filesystem::path root =
@@ -213,9 +225,14 @@ class FileNode final : public ag::Node<FlowState> {
       case NodeKind::foreach:
         scope["result"] = fan_out(tolerated, scope, ec, ctx);
         break;
-      case NodeKind::subgraph:
-        throw action_error("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
-                           "': subgraph nodes do not run in this release");
+      case NodeKind::subgraph: {
+        FileGraph& child = *g_.children.find(spec_.name)->second;
+        FlowState input = child.initial(spec_.subgraph->inputs.render(scope, ec));
+        auto r = ag::subgraph(ctx, child.graph(), std::move(input));
+        if (!r.done()) return *r.wait;  // the parent waits with its child
+        scope["result"] = std::move(r.output->output);
+        break;
+      }
     }
     if (spec_.assign.empty()) return ag::Goto{route(scope, ec)};
     // Every assign reads the state before the assign: all values are rendered first. Then they
@@ -297,6 +314,12 @@ class FileNode final : public ag::Node<FlowState> {
       throw capability_denied("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
                               "': the graph's permissions do not grant capability '" + capability +
                               "' (action '" + name + "')");
+    for (const std::vector<std::string>& ceiling : g_.ceilings)
+      if (!granted(ceiling, capability))
+        throw capability_denied("trellis: " + to_string(spec_.at) + ": node '" + spec_.name +
+                                "': a graph that runs this one as a subgraph does not grant "
+                                "capability '" +
+                                capability + "' (action '" + name + "')");
     return *action;
   }
 
@@ -440,23 +463,37 @@ class FileNode final : public ag::Node<FlowState> {
 }  // namespace
 
 FileGraph::FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOptions options)
+    : FileGraph(std::move(file), actions, std::move(options), {}) {}
+
+FileGraph::FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOptions options,
+                     std::vector<std::vector<std::string>> ceilings)
     : impl_(std::make_unique<Impl>()) {
-  check(file, actions);
-  for (const NodeSpec& n : file.nodes)
-    if (n.kind == NodeKind::subgraph)
-      throw graph_file_error({Problem{n.at, "node '" + n.name +
-                                                "': subgraph nodes do not run in this release "
-                                                "(they load and validate)"}});
+  check(file, actions);  // subgraph files included (and no file includes itself)
   impl_->file = std::move(file);
   impl_->actions = &actions;
   impl_->options = std::move(options);
+  impl_->ceilings = std::move(ceilings);
   const GraphFile& f = impl_->file;
+  // Each subgraph node's graph, under this graph's permissions as well as its own.
+  std::vector<std::vector<std::string>> inner = impl_->ceilings;
+  inner.push_back(f.permissions.value_or(std::vector<std::string>{}));
+  std::uint64_t child_steps = 0;
+  for (const NodeSpec& n : f.nodes) {
+    if (n.kind != NodeKind::subgraph || !n.subgraph) continue;
+    const std::filesystem::path path =
+        std::filesystem::path(f.path).parent_path() / n.subgraph->graph;
+    auto child = std::unique_ptr<FileGraph>(
+        new FileGraph(load_graph_file(path), actions, impl_->options, inner));
+    child_steps += child->graph().max_steps();
+    impl_->children.emplace(n.name, std::move(child));
+  }
   ag::Graph<FlowState>& g = impl_->graph;
   for (const NodeSpec& n : f.nodes) g.add(std::make_unique<FileNode>(*impl_, n));
   g.entry(f.start).version(f.version).resume_across_edits();
   // Without max_steps the graph has no cycle (validate): each node runs at most once, an
-  // approval twice (its pause and its rerun).
-  g.max_steps(f.max_steps ? *f.max_steps : 2 * f.nodes.size() + 1);
+  // approval twice (its pause and its rerun), and a subgraph node once more for each step its
+  // child may take (each may pause the parent).
+  g.max_steps(f.max_steps ? *f.max_steps : 2 * f.nodes.size() + 1 + child_steps);
   if (impl_->options.retry) g.retry(*impl_->options.retry);
 }
 

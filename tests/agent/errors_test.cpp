@@ -71,6 +71,7 @@ std::set<std::string> codes_in_the_code() {
   add(ag::run_conflict("e"));
   add(ag::effect_refused("n", "e"));
   add(ag::reconciliation_required("k", "e"));
+  add(ag::subgraph_failed("c", "e"));
   return codes;
 }
 

@@ -7,7 +7,8 @@ trellis_add_test_executable(trellis_agent_tests LAYERS agent testing signals2 sc
   ${CMAKE_CURRENT_LIST_DIR}/events_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/errors_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/diagram_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/step_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/step_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/subgraph_test.cpp)
 find_package(OpenSSL REQUIRED)  # effect_test.cpp computes SHA-256 on its own, apart from the library
 target_link_libraries(trellis_agent_tests PRIVATE OpenSSL::Crypto)
 # Golden files are read from the source tree (where TRELLIS_UPDATE_GOLDEN=1 rewrites them),

@@ -7,6 +7,7 @@
 #include <trellis/agent/memory_store.hpp>
 #include <trellis/agent/operations.hpp>
 #include <trellis/agent/sqlite_store.hpp>
+#include <trellis/agent/subgraph.hpp>
 #include <trellis/agent/worker.hpp>
 
 #include <doctest/doctest.h>
@@ -565,4 +566,40 @@ TEST_CASE(
   REQUIRE(fork->interrupt);
   CHECK_FALSE(fork->interrupt->approval->expires_at);
   CHECK(w.drain() == 0);  // nobody runs "execute" without a decision
+}
+
+TEST_CASE("worker: a parent waiting on its child's timer is claimed when due and continues it") {
+  ag::MemoryStore store;
+  TestGraph child("child");
+  child
+      .node("a",
+            [](Count& s, ag::RunContext&) -> ag::NextStep {
+              ++s.n;
+              return ag::Sleep{.duration = 100ms, .then = "b"};
+            })
+      .node("b", halt);
+  TestGraph parent("parent");
+  parent
+      .node("p",
+            [&child](Count& s, ag::RunContext& ctx) -> ag::NextStep {
+              auto r = ag::subgraph(ctx, child.g, Count{});
+              if (!r.done()) return *r.wait;
+              s.n = r.output->n;
+              return ag::Goto{"end"};
+            })
+      .node("end", halt);
+  parent.g.enqueue("r1", Count{}, store);
+  ag::Worker w(store);
+  w.add(parent.g);  // the child graph is not the worker's: only its parent advances it
+  CHECK(w.drain() == 1);
+  CHECK(store.latest("r1")->status == RunStatus::Waiting);
+  CHECK(store.latest("r1.p.0")->status == RunStatus::Waiting);
+  CHECK(store.latest("r1")->wake_at == store.latest("r1.p.0")->wake_at);
+  REQUIRE(eventually([&] {
+    w.drain();
+    return store.latest("r1")->status == RunStatus::Succeeded;
+  }));
+  CHECK(store.latest("r1")->state.at("n") == 3);  // the child's a and b, then the parent's end
+  CHECK(store.latest("r1.p.0")->status == RunStatus::Succeeded);
+  CHECK(store.runs().size() == 2);
 }

@@ -161,4 +161,22 @@ class reconciliation_required : public error {
   std::string key_;
 };
 
+/// A child run (subgraph.hpp) failed: thrown into the parent's node by subgraph(), which the
+/// parent's node may catch (a file graph's `on_error` routes it); uncaught, the parent fails
+/// with Reason::node_error. `child()` is the child run's id; `cancelled()`: the child was
+/// cancelled, and so is the parent (a node should let that one out, as a cancellation).
+/// Code "agent.subgraph_failed".
+class subgraph_failed : public error {
+ public:
+  subgraph_failed(std::string child, const std::string& what, bool cancelled = false)
+      : error(what), child_(std::move(child)), cancelled_(cancelled) {}
+  std::string_view id() const noexcept override;
+  const std::string& child() const noexcept { return child_; }
+  bool cancelled() const noexcept { return cancelled_; }
+
+ private:
+  std::string child_;
+  bool cancelled_;
+};
+
 }  // namespace trellis::agent

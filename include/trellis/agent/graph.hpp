@@ -75,6 +75,10 @@
 /// `shape()` gives all of it (graph_shape.hpp); run() stores it (Store::put_graph) before the
 /// run's first checkpoint; `to_mermaid()` and `to_dot()` draw it (diagram.hpp).
 ///
+/// Subgraphs: a node runs another graph as a child run of its own (its id derived from the
+/// run's, its own history and checkpoints) with `subgraph(ctx, child_graph, input)`, waits
+/// with it durably and receives its final state; see subgraph.hpp.
+///
 /// One node on its own: `step(run, node, store, options)` runs one node of a stored run, dry
 /// (nothing written, no effect called) or committed (a real step); see step.hpp.
 ///

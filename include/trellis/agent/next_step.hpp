@@ -55,10 +55,16 @@ struct Interrupt {
 /// or when resume() is called at or after the time (before it, resume() returns the run
 /// Waiting and writes nothing). `Sleep{.duration = 10min, .then = "poll"}`. A time past year
 /// 2200 (a sleep "forever": the clock's nanoseconds end in 2262) wakes on 2200-01-01.
+///
+/// `replay`: the sleeping node's rerun (`then` empty or the node itself) keys its effects by
+/// this step's, as the rerun after an Interrupt does, so what the node did before sleeping
+/// replays instead of running again (a node that started something and waits for it:
+/// subgraph.hpp waits for a child run so). Without it the rerun is a new step with new keys.
 struct Sleep {
   std::chrono::system_clock::duration duration{};
   std::optional<std::chrono::system_clock::time_point> until = std::nullopt;
   std::string then = {};
+  bool replay = false;
 };
 
 using NextStep = std::variant<Goto, Halt, Interrupt, Sleep>;

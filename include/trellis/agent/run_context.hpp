@@ -19,8 +19,11 @@
 #include "trellis/agent/fanout.hpp"
 #include "trellis/agent/permission.hpp"
 #include "trellis/agent/resume.hpp"
+#include "trellis/agent/run_options.hpp"
 
 namespace trellis::agent {
+
+class Store;  // store.hpp
 
 namespace detail {
 class EffectRunner;
@@ -41,6 +44,10 @@ class RunContext {
     Clock* clock = nullptr;  ///< nullptr: SystemClock::instance()
     /// Internal: the run call's effect runner (nullptr: effect() throws graph_error).
     detail::EffectRunner* effects = nullptr;
+    /// The run call's store and options, for the child runs of subgraph.hpp (nullptr:
+    /// subgraph() throws graph_error).
+    Store* store = nullptr;
+    const RunOptions* options = nullptr;
   };
 
   explicit RunContext(Info info)
@@ -52,7 +59,9 @@ class RunContext {
         stop_(std::move(info.stop)),
         resume_(std::move(info.resume)),
         clock_(info.clock != nullptr ? info.clock : &SystemClock::instance()),
-        effects_(info.effects) {}
+        effects_(info.effects),
+        store_(info.store),
+        options_(info.options) {}
   /// The same, argument by argument (the form before Info).
   RunContext(std::string run_id, std::string node, std::uint64_t step, std::uint32_t attempt,
              PermissionMode mode, std::stop_token stop, std::optional<Resume> resume, Clock& clock,
@@ -79,6 +88,10 @@ class RunContext {
     return resume_.has_value() && std::holds_alternative<Approve>(*resume_);
   }
   Clock& clock() const noexcept { return *clock_; }
+  /// The run call's store and options (nullptr outside a run call): what a child run
+  /// (subgraph.hpp) is advanced with.
+  Store* store() const noexcept { return store_; }
+  const RunOptions* options() const noexcept { return options_; }
 
   /// Runs the side effect `fn` once per run (see effect.hpp): with its idempotency key, a
   /// started record before and a receipt after, the stored result on replay. `fn` takes an
@@ -123,6 +136,8 @@ class RunContext {
   std::optional<Resume> resume_;
   Clock* clock_;
   detail::EffectRunner* effects_;
+  Store* store_;
+  const RunOptions* options_;
 
   nlohmann::json run_effect(std::string_view name, nlohmann::json args, EffectPolicy policy,
                             EffectFn fn, CompensateFn compensate);

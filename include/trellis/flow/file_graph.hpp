@@ -31,7 +31,15 @@
 ///   failures it tolerates are recorded in FlowState::errors (the run ends
 ///   completed_with_errors); an item's transient error retries the node while the retry policy
 ///   has tries left (the finished items replay);
-/// - subgraph: not run in this release: a file with one is refused (graph_file_error).
+/// - subgraph: render `inputs`, check them against the child file's declarations (as
+///   initial() does), then run the child file as a child run (agent/subgraph.hpp: its id
+///   "<run>.<node>.<step>", its own history and checkpoints, on the same store): its `return`
+///   output is `result` for the node's assign and edges; while it waits (an approval, a
+///   timer) the parent waits with it (its approval surfaces on the parent; a decision on the
+///   parent is forwarded to it); a failed child is the node's failure (subgraph_failed,
+///   routed by `on_error`). The child file is loaded relative to this one when the FileGraph
+///   is built; its actions run under its own `permissions` and those of every graph that runs
+///   it (a call one of them does not grant: capability_denied, in the child).
 ///
 /// A node's failure (an action's exception, a capability denied, an expression or template
 /// error, an assign or edge failure) with the candidate discarded: with the node's `on_error`,
@@ -115,6 +123,10 @@ class FileGraph {
   struct Impl;  ///< src/flow/file_graph.cpp
 
  private:
+  /// A subgraph's graph: its calls granted by `ceilings` (the runners' permissions) too.
+  FileGraph(GraphFile file, const ActionRegistry& actions, FileGraphOptions options,
+            std::vector<std::vector<std::string>> ceilings);
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -161,7 +161,7 @@ std::optional<std::string> misused_halt(std::string_view node, const NextStep& n
 /// WaitingApproval, at `then` or again at `node`; Sleep: Waiting, at `then` or again at
 /// `node`, its wake_at left to the caller: wake_time), one more step, no failed attempt, `state`,
 /// and the decision used up. `effect_step`: the step the attempt's effects were keyed by (an
-/// Interrupt keeps it, so the rerun of `node` replays them).
+/// Interrupt, and a Sleep with `replay`, keep it, so the rerun of `node` replays them).
 Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::string_view node,
                            std::uint64_t effect_step, nlohmann::json state);
 
