@@ -179,6 +179,8 @@ x show6b 0 "$trellis" --store "$store" runs show s-1 -o json
 x run7 0 "$trellis" run "$ship" --store "$store" --work-dir "$work" --run-id s-2 --input version=2.0.1
 x show7 0 "$trellis" --store "$store" runs show s-2.sign.0 -o json
 x approve7 0 "$trellis" --store "$store" approve s-2.sign.0 --request "$(json "$dir/show7.out" 'd["request"]["id"]')" --as bo
+grep -q "s-2 waited on it (a subgraph) and goes on with it" "$dir/approve7.out" ||
+  fail "approving s-2.sign.0 does not say that s-2 goes on with it"
 x resume7 0 "$trellis" --store "$store" --graph "$ship" --work-dir "$work" resume s-2
 x show7b 0 "$trellis" --store "$store" runs show s-2 -o json
 [[ $(json "$dir/show7b.out" 'd["state"]["output"]["signed_by"]') == bo ]] ||
