@@ -10,7 +10,8 @@
 #    on (`on_error: continue`) and the run ends Succeeded, completed_with_errors; its
 #    `checklist` node ran release-checklist.yaml as a child run (a subgraph), listed with it,
 #    whose output the release's output carries;
-# 5. the same killed (SIGKILL) inside its child run, resumed: the child is continued.
+# 5. the same killed (SIGKILL) inside its child run, resumed: the child is continued;
+# 6. a subgraph's approval, approved on the parent and (another run) on the child.
 set -euo pipefail
 
 trellis=$1
@@ -130,4 +131,58 @@ x ls5 0 "$trellis" --store "$store" runs ls -o json
 x effects5 0 "$trellis" --store "$store" runs effects r-5.checklist.3 -o json
 [[ $(json "$dir/effects5.out" 'max(e["issued"] for e in d["effects"])') == 1 ]] ||
   fail "a step of the checklist ran again after the kill"
+# 6. an approval inside a subgraph surfaces on the parent: approved on the parent, the
+#    decision reaches the child; approved on the child, the parent goes on without one.
+mkdir -p "$dir/ship/sub"
+cat >"$dir/ship/parent.yaml" <<'YAML'
+trellis_graph: 1
+name: ship
+version: "1"
+start: sign
+inputs:
+  version: {type: string, required: true}
+permissions: []
+nodes:
+  sign:
+    subgraph: {graph: sub/signoff.yaml, inputs: {version: "${inputs.version}"}}
+    assign: {by: "${result.by}"}
+    next: done
+  done:
+    return: {signed_by: "${state.by}"}
+YAML
+cat >"$dir/ship/sub/signoff.yaml" <<'YAML'
+trellis_graph: 1
+name: signoff
+version: "1"
+start: ask
+inputs:
+  version: {type: string, required: true}
+permissions: []
+nodes:
+  ask:
+    approval: {request: "Ship ${inputs.version}?", proposed_input: {version: "${inputs.version}"}}
+    assign: {by: "${decision.reviewer}"}
+    next: done
+  done:
+    return: {by: "${state.by}"}
+YAML
+ship=$dir/ship/parent.yaml
+x run6 0 "$trellis" run "$ship" --store "$store" --work-dir "$work" --run-id s-1 --input version=2.0.0
+x show6 0 "$trellis" --store "$store" runs show s-1 -o json
+[[ $(json "$dir/show6.out" 'd["request"]["action"]') == "Ship 2.0.0?" ]] ||
+  fail "s-1 does not surface its child's request"
+x approve6 0 "$trellis" --store "$store" approve s-1 --request "$(json "$dir/show6.out" 'd["request"]["id"]')"
+x resume6 0 "$trellis" --store "$store" --graph "$ship" --work-dir "$work" resume s-1
+x show6b 0 "$trellis" --store "$store" runs show s-1 -o json
+[[ $(json "$dir/show6b.out" 'd["state"]["output"]["signed_by"]') == ana ]] ||
+  fail "the decision on s-1 did not reach its child"
+x run7 0 "$trellis" run "$ship" --store "$store" --work-dir "$work" --run-id s-2 --input version=2.0.1
+x show7 0 "$trellis" --store "$store" runs show s-2.sign.0 -o json
+x approve7 0 "$trellis" --store "$store" approve s-2.sign.0 --request "$(json "$dir/show7.out" 'd["request"]["id"]')" --as bo
+grep -q "s-2 waited on it (a subgraph) and goes on with it" "$dir/approve7.out" ||
+  fail "approving s-2.sign.0 does not say that s-2 goes on with it"
+x resume7 0 "$trellis" --store "$store" --graph "$ship" --work-dir "$work" resume s-2
+x show7b 0 "$trellis" --store "$store" runs show s-2 -o json
+[[ $(json "$dir/show7b.out" 'd["state"]["output"]["signed_by"]') == bo ]] ||
+  fail "s-2 did not go on after its child was approved"
 echo "graphs: all good"

@@ -110,6 +110,29 @@ std::vector<std::string> child_runs(Store& store, std::string_view parent) {
   return out;
 }
 
+std::vector<std::string> surfacing_runs(Store& store, const std::string& child,
+                                        const std::string& request) {
+  std::vector<std::string> out;
+  std::string run = child, asked = request;
+  for (bool found = true; found;) {
+    found = false;
+    for (std::size_t dot = run.rfind('.'); dot != std::string::npos && dot > 0;
+         dot = run.rfind('.', dot - 1)) {
+      const std::string parent = run.substr(0, dot);
+      const std::optional<Checkpoint> cp = store.latest(parent);
+      if (!cp || cp->status != RunStatus::WaitingApproval || !cp->interrupt ||
+          !cp->interrupt->reason.starts_with(surfaced(run, asked)))
+        continue;
+      out.push_back(parent);
+      run = parent;
+      asked = request_id(*cp);
+      found = true;
+      break;
+    }
+  }
+  return out;
+}
+
 namespace detail {
 
 ChildStep advance_child(RunContext& ctx, ChildGraph& child) {

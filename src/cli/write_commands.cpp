@@ -6,6 +6,7 @@
 #include "cli_support.hpp"
 #include "trellis/agent/errors.hpp"
 #include "trellis/agent/operations.hpp"
+#include "trellis/agent/subgraph.hpp"
 #include "trellis/json/enumeration.hpp"
 
 namespace trellis::agent::cli::detail {
@@ -89,6 +90,8 @@ int decide(Session& s, const DecideArgs& a) {
       verb = "answered";
       break;
   }
+  // Runs that surface this request (subgraph.hpp) go on with it: said below.
+  const std::vector<std::string> parents = surfacing_runs(s.store(Access::write), a.run, a.request);
   const Checkpoint cp = record_decision(s.store(Access::write), a.run, a.request, decision);
   if (s.json()) {
     nlohmann::json doc = document("decision");
@@ -100,6 +103,7 @@ int decide(Session& s, const DecideArgs& a) {
     doc["by"] = by;
     doc["status"] = name(cp.status);
     doc["seq"] = cp.seq;
+    if (!parents.empty()) doc["parents"] = parents;  // runs that go on with it (subgraph.hpp)
     print_json(doc);
     return 0;
   }
@@ -110,6 +114,9 @@ int decide(Session& s, const DecideArgs& a) {
                           command_hint(s, "resume " + a.run) + ")"
                     : std::string(cp.reason == Reason::none ? "" : " (" + name(cp.reason) + ")"))
             << '\n';
+  for (const std::string& parent : parents)
+    std::cout << "  " << parent << " waited on it (a subgraph) and goes on with it: "
+              << command_hint(s, "resume " + parent) << '\n';
   return 0;
 }
 

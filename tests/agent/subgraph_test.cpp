@@ -161,6 +161,8 @@ TEST_CASE("subgraph: a decision recorded on the child makes the parent go on wit
   f.child.entry("a");
   REQUIRE(f.parent.run().interrupted());
   const auto child_cp = f.parent.latest(f.kid);
+  CHECK(ag::surfacing_runs(f.parent.store, f.kid, ag::request_id(child_cp)) ==
+        std::vector<std::string>{"run-1"});
   ag::record_decision(f.parent.store, f.kid, ag::request_id(child_cp),
                       ag::Approve{.reviewer = "bo"}, f.parent.clock);
   CHECK(f.parent.latest().status == RunStatus::Queued);  // runnable: resume or a worker

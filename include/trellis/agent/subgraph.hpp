@@ -93,6 +93,12 @@ std::string child_run_id(std::string_view parent, std::string_view node, std::ui
 /// whose child has not succeeded or failed), in the order they were started.
 std::vector<std::string> child_runs(Store& store, std::string_view parent);
 
+/// The runs paused on request `request` of run `child` because they surface it: its parent,
+/// then the parent's parent when it surfaces the parent's pause, and so on (empty: none).
+/// record_decision on the child makes each of them Queued (see above).
+std::vector<std::string> surfacing_runs(Store& store, const std::string& child,
+                                        const std::string& request);
+
 namespace detail {
 
 /// How a child run call ended, without its state.
