@@ -70,7 +70,10 @@ class Checker {
   Checker(ChainReport& report, const std::vector<Checkpoint>& history,
           const std::vector<EffectRecord>& effects)
       : r_(report), history_(history), effects_(effects) {
-    for (const EffectRecord& e : effects_) records_.emplace(e.key, &e);
+    for (const EffectRecord& e : effects_) {
+      records_.emplace(e.key, &e);
+      if (e.hash.empty()) ++r_.legacy_effects;
+    }
     // The newest checkpoint naming each key is the one its record must match (an older one
     // named an earlier record of the key: a retry, a reconciliation replaced it).
     for (std::size_t i = 0; i < history_.size(); ++i)
@@ -165,8 +168,7 @@ class Checker {
         return fail("effect", c.seq, key, held, "",
                     "the record has no hash, but checkpoint " + std::to_string(c.seq) +
                         " holds one for it");
-      ++r_.legacy_effects;
-      return;
+      return;  // written before hash chains (counted as such)
     }
     if (!own_hash_holds(e, c.seq)) return;
     if (e.hash != held)
@@ -180,10 +182,7 @@ class Checker {
   // An effect record no kept checkpoint names (a step in flight, a compensation, or one
   // named only by checkpoints retention removed).
   void unbound(const EffectRecord& e) {
-    if (e.hash.empty()) {
-      ++r_.legacy_effects;
-      return;
-    }
+    if (e.hash.empty()) return;  // written before hash chains (counted as such)
     if (!own_hash_holds(e, 0) || !links_back(e, 0)) return;
     ++r_.effects;
   }
