@@ -266,8 +266,8 @@ void strip_chain(const fs::path& db) {
     const std::string id = table == "checkpoints" ? "seq" : "key";
     std::vector<std::pair<std::string, std::string>> rows;  // id (as text), new record
     sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(handle, ("SELECT " + id + ", record FROM " + table).c_str(), -1,
-                               &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(handle, ("SELECT " + id + ", record FROM " + table).c_str(), -1, &s,
+                               nullptr) == SQLITE_OK);
     while (sqlite3_step(s) == SQLITE_ROW) {
       nlohmann::json r =
           nlohmann::json::parse(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)));
