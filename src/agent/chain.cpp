@@ -70,7 +70,10 @@ class Checker {
   Checker(ChainReport& report, const std::vector<Checkpoint>& history,
           const std::vector<EffectRecord>& effects)
       : r_(report), history_(history), effects_(effects) {
-    for (const EffectRecord& e : effects_) records_.emplace(e.key, &e);
+    for (const EffectRecord& e : effects_) {
+      records_.emplace(e.key, &e);
+      if (e.hash.empty()) ++r_.legacy_effects;
+    }
     // The newest checkpoint naming each key is the one its record must match (an older one
     // named an earlier record of the key: a retry, a reconciliation replaced it).
     for (std::size_t i = 0; i < history_.size(); ++i)
@@ -113,8 +116,8 @@ class Checker {
       return fail("checkpoint", c.seq, "", prev->hash, c.prev_hash,
                   "checkpoint " + std::to_string(prev->seq + 1) +
                       (c.seq == prev->seq + 2 ? "" : " to " + std::to_string(c.seq - 1)) +
-                      " missing: the history jumps from seq " + std::to_string(prev->seq) +
-                      " to " + std::to_string(c.seq));
+                      " missing: the history jumps from seq " + std::to_string(prev->seq) + " to " +
+                      std::to_string(c.seq));
     if (c.hash.empty()) {
       if (sealed_seen_)
         return fail("checkpoint", c.seq, "", "", "",
@@ -136,8 +139,7 @@ class Checker {
                   "its prev_hash is not the hash of checkpoint " + std::to_string(prev->seq));
     }
     if (const std::string actual = checkpoint_hash(c); actual != c.hash)
-      return fail("checkpoint", c.seq, "", actual, c.hash,
-                  "its content does not match its hash");
+      return fail("checkpoint", c.seq, "", actual, c.hash, "its content does not match its hash");
     if (c.receipts.size() != c.effects.size())
       return fail("checkpoint", c.seq, "", "", "",
                   "it names " + std::to_string(c.effects.size()) + " effect records but holds " +
@@ -156,17 +158,16 @@ class Checker {
     const std::string& held = c.receipts[k];
     const auto found = records_.find(key);
     if (found == records_.end())
-      return fail("effect", c.seq, key, held, "",
-                  "the effect record that checkpoint " + std::to_string(c.seq) +
-                      " names is missing");
+      return fail(
+          "effect", c.seq, key, held, "",
+          "the effect record that checkpoint " + std::to_string(c.seq) + " names is missing");
     const EffectRecord& e = *found->second;
     if (e.hash.empty()) {
       if (!held.empty())
         return fail("effect", c.seq, key, held, "",
                     "the record has no hash, but checkpoint " + std::to_string(c.seq) +
                         " holds one for it");
-      ++r_.legacy_effects;
-      return;
+      return;  // written before hash chains (counted as such)
     }
     if (!own_hash_holds(e, c.seq)) return;
     if (e.hash != held)
@@ -180,10 +181,7 @@ class Checker {
   // An effect record no kept checkpoint names (a step in flight, a compensation, or one
   // named only by checkpoints retention removed).
   void unbound(const EffectRecord& e) {
-    if (e.hash.empty()) {
-      ++r_.legacy_effects;
-      return;
-    }
+    if (e.hash.empty()) return;  // written before hash chains (counted as such)
     if (!own_hash_holds(e, 0) || !links_back(e, 0)) return;
     ++r_.effects;
   }
@@ -230,7 +228,8 @@ class Checker {
 
 ChainReport verify_chain(Store& store, std::string_view run_id) {
   const std::vector<Checkpoint> history = store.history(run_id);
-  if (history.empty()) throw unknown_run("trellis: no run '" + std::string(run_id) + "' in the store");
+  if (history.empty())
+    throw unknown_run("trellis: no run '" + std::string(run_id) + "' in the store");
   const std::vector<EffectRecord> effects = store.effects(run_id);
   ChainReport report;
   report.run_id = std::string(run_id);
@@ -243,19 +242,19 @@ std::string ChainReport::text() const {
   if (broken) {
     const ChainBreak& b = *broken;
     out += "broken at ";
-    out += b.record == "checkpoint" ? "checkpoint " + std::to_string(b.seq)
-                                    : "effect record " + b.key +
-                                          (b.named ? " (named by checkpoint " +
-                                                         std::to_string(b.seq) + ")"
-                                                   : std::string(" (named by no checkpoint)"));
+    out += b.record == "checkpoint"
+               ? "checkpoint " + std::to_string(b.seq)
+               : "effect record " + b.key +
+                     (b.named ? " (named by checkpoint " + std::to_string(b.seq) + ")"
+                              : std::string(" (named by no checkpoint)"));
     out += ": " + b.reason;
     if (!b.expected.empty() || !b.found.empty())
       out += "\n  expected " + short_hash(b.expected) + "\n  found    " + short_hash(b.found);
     return out;
   }
-  out += "intact: " + std::to_string(checkpoints) + " checkpoint" +
-         (checkpoints == 1 ? "" : "s") + " and " + std::to_string(effects) + " effect record" +
-         (effects == 1 ? "" : "s") + " checked";
+  out += "intact: " + std::to_string(checkpoints) + " checkpoint" + (checkpoints == 1 ? "" : "s") +
+         " and " + std::to_string(effects) + " effect record" + (effects == 1 ? "" : "s") +
+         " checked";
   if (trimmed)
     out += "\n  checked from seq " + std::to_string(from_seq) + ", anchored at " + anchor +
            " (older checkpoints removed by retention)";
@@ -269,7 +268,7 @@ std::string ChainReport::text() const {
 }
 
 void to_json(nlohmann::json& j, const ChainBreak& b) {
-  j = {{"record", b.record},     {"seq", b.seq},     {"key", b.key},       {"named", b.named},
+  j = {{"record", b.record},     {"seq", b.seq},     {"key", b.key},      {"named", b.named},
        {"expected", b.expected}, {"found", b.found}, {"reason", b.reason}};
 }
 

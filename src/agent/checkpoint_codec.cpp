@@ -2,6 +2,7 @@
 
 #include "checkpoint_codec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -82,6 +83,24 @@ void diff_members(const nlohmann::json& before, const nlohmann::json& now, bool 
   for (auto it = before.begin(); it != before.end(); ++it) {
     if (skip_state && it.key() == "state") continue;
     if (!now.contains(it.key())) unset.push_back(it.key());
+  }
+}
+
+// The hash chain's link (chain.hpp) is implied in a delta: a delta that neither sets nor
+// unsets "prev_hash" has the "hash" of the checkpoint before it as its prev_hash (docs/formats.md),
+// which saves writing a hash twice per step. The encoder writes it only when it is not that.
+void imply_link(const nlohmann::json& before, const nlohmann::json& now, nlohmann::json& set,
+                nlohmann::json& unset) {
+  const auto before_hash = before.find("hash");
+  if (before_hash == before.end()) return;  // nothing implied: the diff says it as it is
+  const auto prev = now.find("prev_hash");
+  if (prev != now.end()) {
+    if (*prev == *before_hash)
+      set.erase("prev_hash");
+    else
+      set["prev_hash"] = *prev;
+  } else if (std::find(unset.begin(), unset.end(), "prev_hash") == unset.end()) {
+    unset.push_back("prev_hash");
   }
 }
 
@@ -175,6 +194,7 @@ nlohmann::json CheckpointEncoder::encode(const Checkpoint& c) {
     nlohmann::json set = nlohmann::json::object();
     nlohmann::json unset = nlohmann::json::array();
     diff_members(before, now, diff_state, set, unset);
+    imply_link(before, now, set, unset);
     if (!set.empty()) record["set"] = std::move(set);
     if (!unset.empty()) record["unset"] = std::move(unset);
     if (diff_state) {
@@ -213,7 +233,17 @@ std::uint64_t CheckpointDecoder::apply(const nlohmann::json& record) {
     since_full_ = 0;
   } else {
     if (!started_) refuse("a delta record (seq " + std::to_string(n) + ") has no record before it");
+    nlohmann::json before_hash;  // null: the record before has no hash
+    if (const auto h = current_.find("hash"); h != current_.end()) before_hash = *h;
     apply_members(current_, record, "set", "unset");
+    if (!before_hash.is_null()) {  // the implied link (imply_link)
+      const auto set = record.find("set");
+      const auto unset = record.find("unset");
+      const bool said = (set != record.end() && set->contains("prev_hash")) ||
+                        (unset != record.end() &&
+                         std::find(unset->begin(), unset->end(), "prev_hash") != unset->end());
+      if (!said) current_["prev_hash"] = std::move(before_hash);
+    }
     if (record.contains("state_set") || record.contains("state_unset")) {
       nlohmann::json& state = current_["state"];
       if (!state.is_object()) refuse("a state delta over a state that is not an object");

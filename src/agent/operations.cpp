@@ -50,7 +50,7 @@ Checkpoint following(const Checkpoint& cp, Clock& clock) {
   c.effects.clear();
   c.receipts.clear();
   c.reconciliation.reset();
-  c.wake_at.clear();  // a decision, a cancellation, a reconciliation: the timer is over
+  c.wake_at.clear();      // a decision, a cancellation, a reconciliation: the timer is over
   c.prev_hash = cp.hash;  // sealed (chain.hpp) once complete, before its commit
   c.hash.clear();
   return c;

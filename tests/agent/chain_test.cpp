@@ -254,3 +254,70 @@ TEST_CASE("chain: a record's hash is SHA-256 of its JSON without \"hash\", compa
   CHECK_FALSE(plain.contains("prev_hash"));
   CHECK_FALSE(plain.contains("receipts"));
 }
+
+namespace {
+
+/// Removes the hash chain's members from every checkpoint and effect row of the SQLite store
+/// at `db` (their checksums recomputed): the records as a release before hash chains wrote them.
+void strip_chain(const fs::path& db) {
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &handle) == SQLITE_OK);
+  for (const std::string table : {"checkpoints", "effects"}) {
+    const std::string id = table == "checkpoints" ? "seq" : "key";
+    std::vector<std::pair<std::string, std::string>> rows;  // id (as text), new record
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(handle, ("SELECT " + id + ", record FROM " + table).c_str(), -1, &s,
+                               nullptr) == SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      nlohmann::json r =
+          nlohmann::json::parse(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)));
+      for (const char* part : {"full", "set"})
+        if (r.contains(part))
+          for (const char* m : {"hash", "prev_hash", "receipts"}) r[part].erase(m);
+      for (const char* m : {"hash", "prev_hash"}) r.erase(m);
+      rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), r.dump());
+    }
+    sqlite3_finalize(s);
+    for (const auto& [key, record] : rows) {
+      REQUIRE(sqlite3_prepare_v2(
+                  handle,
+                  ("UPDATE " + table + " SET record=?1, checksum=?2 WHERE " + id + "=?3").c_str(),
+                  -1, &s, nullptr) == SQLITE_OK);
+      const std::string checksum = persist_test::sha256_text(record);
+      sqlite3_bind_text(s, 1, record.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(s, 2, checksum.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(s, 3, key.c_str(), -1, SQLITE_TRANSIENT);
+      REQUIRE(sqlite3_step(s) == SQLITE_DONE);
+      sqlite3_finalize(s);
+    }
+  }
+  sqlite3_close(handle);
+}
+
+}  // namespace
+
+TEST_CASE("chain: records of a release before hash chains are reported as such, not as broken") {
+  Harness<SqliteStore> h;
+  full_run(h.store(), "run-1");
+  const std::size_t checkpoints = h.store().history("run-1").size();
+  h.reopen();
+  strip_chain(h.db());
+  SqliteStore& store = h.reopen();
+  REQUIRE(store.latest("run-1")->hash.empty());
+  ag::ChainReport r = ag::verify_chain(store, "run-1");
+  CHECK_MESSAGE(r.intact(), r.text());
+  CHECK(r.legacy_checkpoints == checkpoints);
+  CHECK(r.legacy_effects == 8);
+  CHECK(r.checkpoints == 0);
+  CHECK(r.text().find("predate hash chains") != std::string::npos);
+
+  // A newer release continues the run: its chain starts at the first checkpoint it seals.
+  const std::uint64_t last = store.latest("run-1")->seq;
+  Checkpoint next = *store.latest("run-1");
+  next.seq = last + 1;
+  store.commit(next, last);
+  r = ag::verify_chain(store, "run-1");
+  CHECK_MESSAGE(r.intact(), r.text());
+  CHECK(r.from_seq == last + 1);
+  CHECK(r.checkpoints == 1);
+}

@@ -519,8 +519,13 @@ TEST_CASE(
   CHECK_FALSE(added.contains("full"));
   CHECK(added["set"]["effects"] == with.effects);
   CHECK_FALSE(removed.contains("full"));
-  CHECK(removed["unset"] == nlohmann::json::array({"effects"}));
+  CHECK(removed["unset"] == nlohmann::json::array({"effects", "receipts"}));  // and their hashes
   CHECK(h.reopen().history("run-1")[2] == cp("run-1", 2));
+  // The hash chain's link is implied in a delta (the hash of the record before it).
+  CHECK_FALSE(removed["set"].contains("prev_hash"));
+  const auto history = h.store().history("run-1");
+  CHECK(history[2].prev_hash == history[1].hash);
+  CHECK(history[1].prev_hash == history[0].hash);
 }
 
 TEST_CASE("file store: a paused run written before decisions were stored loads and resumes") {

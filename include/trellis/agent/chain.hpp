@@ -69,9 +69,9 @@ struct ChainReport {
   /// When retention removed older checkpoints: the prev_hash of the oldest kept one, which the
   /// check starts from (the chain's anchor). Empty otherwise.
   std::string anchor;
-  bool trimmed = false;            ///< older checkpoints were removed by retention
-  std::uint64_t checkpoints = 0;   ///< checkpoints whose hash was checked
-  std::uint64_t effects = 0;       ///< effect records whose hash was checked
+  bool trimmed = false;                  ///< older checkpoints were removed by retention
+  std::uint64_t checkpoints = 0;         ///< checkpoints whose hash was checked
+  std::uint64_t effects = 0;             ///< effect records whose hash was checked
   std::uint64_t legacy_checkpoints = 0;  ///< checkpoints written before hash chains (no hash)
   std::uint64_t legacy_effects = 0;      ///< effect records written before hash chains
   std::optional<ChainBreak> broken;      ///< the first broken link; nullopt: the chain holds

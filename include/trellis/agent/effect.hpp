@@ -140,6 +140,7 @@ struct EffectRecord {
   bool final() const noexcept {
     return status == EffectStatus::succeeded || status == EffectStatus::failed;
   }
+
  private:
   auto content() const {
     return std::tie(run_id, key, name, args, policy, node, step, ordinal, status, result, error,

@@ -190,7 +190,8 @@ class EffectRunner {
   std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
   /// Guards what the items of a fan-out share: replayed_, hashes_, log_, reconciliation_,
-  /// broken_ and queued_ (keys_ is written by the node's thread after the items; prepare() runs before).
+  /// broken_ and queued_ (keys_ is written by the node's thread after the items; prepare() runs
+  /// before).
   mutable std::mutex mu_;
   /// While a fan-out's items run: effects cannot nest, and events wait in queued_ so that the
   /// host (its store log and observers) is called from the node's thread only.
