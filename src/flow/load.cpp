@@ -1141,7 +1141,8 @@ GraphFile Reader::read() {
     // spelling of the same graph (YAML or JSON, comments, order of members) hashes alike.
     const std::size_t counted = values_;
     values_ = 0;
-    if (std::optional<json> doc = value(root, "")) detail::sha256_hex_into(doc->dump(), g.content_hash);
+    if (std::optional<json> doc = value(root, ""))
+      detail::sha256_hex_into(doc->dump(), g.content_hash);
     values_ = counted;
     problems_.clear();  // all of them were reported by the reading above, where they count
     if (g.content_hash.empty()) g.content_hash = g.hash;

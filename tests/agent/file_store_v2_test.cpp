@@ -337,7 +337,8 @@ TEST_CASE("file store: a read-only open of a version 3 store reads it without ch
   CHECK(snapshot(root) == before);
 }
 
-TEST_CASE("file store: a writable open upgrades a version 3 store, which reads the same and caches") {
+TEST_CASE(
+    "file store: a writable open upgrades a version 3 store, which reads the same and caches") {
   persist_test::ScratchDir dir;
   const fs::path root = copy_v3_fixture(dir);
   Contents old;
