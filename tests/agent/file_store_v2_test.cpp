@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// FileStore layout versions 2 (issue 14) and 3 (issue 15: due times and priorities): the marker
-// and the upgrade of a version 1 and a version 2 store (the checked-in fixtures), claims over
+// FileStore layout versions 2 (issue 14), 3 (issue 15: due times and priorities) and 4 (issue 16:
+// cache entries, the hash chain): the marker and the upgrade of a version 1, 2 and 3 store (the
+// checked-in fixtures), claims over
 // the index and across a SIGKILLed lease holder, the read-only open, the run index behind list_runs
 // (filters, a crash between a commit and its index line, compaction), cancel requests, delete_run
 // against a lease held here or in another process, events_after positions and graph shapes.
