@@ -9,9 +9,9 @@
 namespace trellis::agent {
 
 void to_json(nlohmann::json& j, const CacheEntry& e) {
-  j = {{"key", e.key},         {"result", e.result}, {"graph", e.graph},
-       {"node", e.node},       {"action", e.action}, {"version", e.version},
-       {"run_id", e.run_id},   {"step", e.step},     {"created_at", e.created_at}};
+  j = {{"key", e.key},       {"result", e.result}, {"graph", e.graph},
+       {"node", e.node},     {"action", e.action}, {"version", e.version},
+       {"run_id", e.run_id}, {"step", e.step},     {"created_at", e.created_at}};
 }
 
 void from_json(const nlohmann::json& j, CacheEntry& e) {

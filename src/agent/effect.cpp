@@ -124,14 +124,13 @@ std::string effect_key(std::string_view run_id, std::string_view node, std::uint
 std::string cache_key(std::string_view graph, std::string_view node, const nlohmann::json& inputs,
                       std::string_view action, std::string_view version) {
   try {
-    const nlohmann::json parts = {graph, node, needs_canonical(inputs) ? canonical(inputs, action)
-                                                                       : inputs,
-                                  action, version};
+    const nlohmann::json parts = {
+        graph, node, needs_canonical(inputs) ? canonical(inputs, action) : inputs, action, version};
     return sha256_hex(parts.dump());
   } catch (const nlohmann::json::type_error& e) {
     throw graph_error("trellis: the inputs of action '" + std::string(action) + "' at node '" +
-                      std::string(node) + "' are not valid UTF-8 and have no cache key: " +
-                      e.what());
+                      std::string(node) +
+                      "' are not valid UTF-8 and have no cache key: " + e.what());
   }
 }
 

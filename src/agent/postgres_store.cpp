@@ -1196,7 +1196,8 @@ std::optional<CacheEntry> PostgresStore::read_cache(std::string_view key) {
   } catch (const store_error& e) {
     db.refuse(what + ": " + e.what());
   }
-  if (entry.key != key) db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  if (entry.key != key)
+    db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
   return entry;
 }
 

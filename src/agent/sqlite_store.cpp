@@ -513,7 +513,8 @@ struct SqliteStore::Db {
           "WHERE r.run_id=?1 AND c.id>?2 ORDER BY c.id");
       get_graph = &prepare("SELECT shape, checksum FROM graphs WHERE fingerprint=?1");
     }
-    if (version >= 7) get_cache_entry = &prepare("SELECT entry, checksum FROM cache_entries WHERE key=?1");
+    if (version >= 7)
+      get_cache_entry = &prepare("SELECT entry, checksum FROM cache_entries WHERE key=?1");
     if (version >= 6) {
       // The due runs in claim order, over runs_by_due, each with its lease row (the caller
       // skips the ones a live holder has); ?2: a JSON array of fingerprints, NULL for any.
@@ -1503,7 +1504,8 @@ std::optional<CacheEntry> SqliteStore::read_cache(std::string_view key) {
   } catch (const store_error& e) {
     db.refuse(what + ": " + e.what());
   }
-  if (entry.key != key) db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  if (entry.key != key)
+    db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
   return entry;
 }
 

@@ -339,6 +339,7 @@ int runs_effects(Session& s, const std::string& run) {
                           {"finished_at", r.finished_at},
                           {"reconciliation", nullptr}};
       if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
+      if (!r.cached_from.empty()) j["cached_from"] = r.cached_from;  // a receipt from the cache
       doc["effects"].push_back(std::move(j));
     }
     print_json(doc);
@@ -352,9 +353,10 @@ int runs_effects(Session& s, const std::string& run) {
             or_dash(r.reconciliation->by) + ": " + r.reconciliation->reason + ")";
     else if (r.status == EffectStatus::started && r.policy == EffectPolicy::at_most_once)
       rec = "in doubt";
-    t.add({r.name, std::string(enumeration<EffectPolicy>::name(r.policy)),
-           std::string(enumeration<EffectStatus>::name(r.status)), std::to_string(r.issued), r.node,
-           std::to_string(r.step), r.key, rec});
+    std::string status(enumeration<EffectStatus>::name(r.status));
+    if (!r.cached_from.empty()) status += " (cached)";
+    t.add({r.name, std::string(enumeration<EffectPolicy>::name(r.policy)), status,
+           std::to_string(r.issued), r.node, std::to_string(r.step), r.key, rec});
   }
   t.print(std::cout);
   return 0;

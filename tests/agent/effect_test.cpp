@@ -744,12 +744,13 @@ Step summarize(const std::string& text, int& calls, std::string version = "1") {
   return [=, &calls](Doc& d, ag::RunContext& ctx) -> ag::NextStep {
     const ag::EffectCache cache{ag::cache_key("g", "sum", {{"text", text}}, "summarize", version),
                                 "g", version};
-    d.text = ctx.effect("summarize", {{"text", text}}, EffectPolicy::idempotent,
-                        [&calls, text](const ag::EffectCall&) {
-                          ++calls;
-                          return "summary of " + text;
-                        },
-                        cache)
+    d.text = ctx.effect(
+                    "summarize", {{"text", text}}, EffectPolicy::idempotent,
+                    [&calls, text](const ag::EffectCall&) {
+                      ++calls;
+                      return "summary of " + text;
+                    },
+                    cache)
                  .get<std::string>();
     return ag::Halt{};
   };
@@ -789,12 +790,13 @@ TEST_CASE("effect: a failed cached effect puts nothing in the cache") {
   Harness h;
   int calls = 0;
   h.node("sum", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
-    ctx.effect("summarize", {{"text", "x"}}, EffectPolicy::idempotent,
-               [&](const ag::EffectCall&) -> json {
-                 ++calls;
-                 throw std::runtime_error("model unavailable");
-               },
-               ag::EffectCache{std::string(64, 'c'), "g", "1"});
+    ctx.effect(
+        "summarize", {{"text", "x"}}, EffectPolicy::idempotent,
+        [&](const ag::EffectCall&) -> json {
+          ++calls;
+          throw std::runtime_error("model unavailable");
+        },
+        ag::EffectCache{std::string(64, 'c'), "g", "1"});
     return ag::Halt{};
   });
   h.graph.entry("sum");
@@ -808,8 +810,9 @@ TEST_CASE("effect: only an idempotent effect may be cached") {
   Harness h;
   int calls = 0;
   h.node("pay", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
-    ctx.effect("charge", {{"amount", 1}}, EffectPolicy::at_most_once,
-               [&](const ag::EffectCall&) { ++calls; }, ag::EffectCache{std::string(64, 'c'), "g", "1"});
+    ctx.effect(
+        "charge", {{"amount", 1}}, EffectPolicy::at_most_once,
+        [&](const ag::EffectCall&) { ++calls; }, ag::EffectCache{std::string(64, 'c'), "g", "1"});
     return ag::Halt{};
   });
   h.graph.entry("pay");

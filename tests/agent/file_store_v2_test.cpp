@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// FileStore layout versions 2 (issue 14) and 3 (issue 15: due times and priorities): the marker
-// and the upgrade of a version 1 and a version 2 store (the checked-in fixtures), claims over
+// FileStore layout versions 2 (issue 14), 3 (issue 15: due times and priorities) and 4 (issue 16:
+// cache entries, the hash chain): the marker and the upgrade of a version 1, 2 and 3 store (the
+// checked-in fixtures), claims over
 // the index and across a SIGKILLed lease holder, the read-only open, the run index behind list_runs
 // (filters, a crash between a commit and its index line, compaction), cancel requests, delete_run
 // against a lease held here or in another process, events_after positions and graph shapes.
@@ -337,7 +338,8 @@ TEST_CASE("file store: a read-only open of a version 3 store reads it without ch
   CHECK(snapshot(root) == before);
 }
 
-TEST_CASE("file store: a writable open upgrades a version 3 store, which reads the same and caches") {
+TEST_CASE(
+    "file store: a writable open upgrades a version 3 store, which reads the same and caches") {
   persist_test::ScratchDir dir;
   const fs::path root = copy_v3_fixture(dir);
   Contents old;

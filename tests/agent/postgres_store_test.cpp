@@ -53,8 +53,8 @@ TEST_CASE("postgres store: a newer schema version is refused, left as it was") {
   CHECK_THROWS_AS(h.reopen(), ag::store_error);
   CHECK(sql("SELECT version FROM " + h.schema() + ".trellis_schema") == "99");
   CHECK(sql("SELECT count(*) FROM " + h.schema() + ".checkpoints") == "1");
-  sql("UPDATE " + h.schema() + ".trellis_schema SET version = " +
-      std::to_string(PostgresStore::schema_version));
+  sql("UPDATE " + h.schema() +
+      ".trellis_schema SET version = " + std::to_string(PostgresStore::schema_version));
 }
 
 TEST_CASE("postgres store: a schema 1 store (before cache entries) is read as it is, upgraded") {

@@ -1142,8 +1142,8 @@ namespace {
 
 trellis::agent::CacheEntry entry(const std::string& inputs, nlohmann::json result) {
   trellis::agent::CacheEntry e;
-  e.key = trellis::agent::cache_key("graph-sha", "summarize", {{"text", inputs}}, "llm.summarize",
-                                    "2");
+  e.key =
+      trellis::agent::cache_key("graph-sha", "summarize", {{"text", inputs}}, "llm.summarize", "2");
   e.result = std::move(result);
   e.graph = "graph-sha";
   e.node = "summarize";

@@ -593,16 +593,16 @@ TEST_CASE("file graph: a cached action's second run with the same params is a ca
 TEST_CASE("file graph: the same graph spelled otherwise (JSON, member order) hits the cache") {
   Actions a;
   auto yaml = make(kCachedAdd, a);
-  auto as_json = fl::FileGraph(
-      fl::load_graph_text(
-          R"({"version": "1", "trellis_graph": 1, "name": "cached", "start": "add",
+  auto as_json =
+      fl::FileGraph(fl::load_graph_text(
+                        R"({"version": "1", "trellis_graph": 1, "name": "cached", "start": "add",
               "permissions": ["test.*"], "inputs": {"x": {"type": "number", "required": true}},
               "nodes": {"done": {"return": {"total": "${state.total}"}},
                         "add": {"params": {"b": 10, "a": "${inputs.x}"}, "action": "test.add",
                                 "cache": true, "assign": {"total": "${result.sum}"},
                                 "next": "done"}}})",
-          "test.json"),
-      a.registry);
+                        "test.json"),
+                    a.registry);
   CHECK(yaml.file().hash != as_json.file().hash);
   CHECK(yaml.file().content_hash == as_json.file().content_hash);
   ag::MemoryStore store;
@@ -617,13 +617,12 @@ TEST_CASE("file graph: a bumped action version misses the cache") {
   REQUIRE(make(kCachedAdd, a).run("r1", {{"x", 7}}, store).succeeded());
   int v2_calls = 0;
   fl::ActionRegistry v2 = fl::ActionRegistry::with_builtins();
-  v2.add(
-      "test.add",
-      [&](const fl::ActionCall& c) {
-        ++v2_calls;
-        return json{{"sum", c.params.at("a").get<int>() + c.params.at("b").get<int>() + 1000}};
-      },
-      ag::EffectPolicy::idempotent, {.version = "2"});
+  v2.add("test.add",
+         [&](const fl::ActionCall& c) {
+           ++v2_calls;
+           return json{{"sum", c.params.at("a").get<int>() + c.params.at("b").get<int>() + 1000}};
+         },
+         ag::EffectPolicy::idempotent, {.version = "2"});
   auto bumped = fl::FileGraph(fl::load_graph_text(kCachedAdd, "test.yaml"), v2);
   const auto out = bumped.run("r2", {{"x", 7}}, store);
   REQUIRE(out.succeeded());
@@ -667,7 +666,8 @@ nodes:
   CHECK(store.effects("r2").at(0).cached_from.empty());
 }
 
-TEST_CASE("file graph: cache: true on an action that is not idempotent is refused, with its place") {
+TEST_CASE(
+    "file graph: cache: true on an action that is not idempotent is refused, with its place") {
   Actions a;
   try {
     (void)make(R"(trellis_graph: 1

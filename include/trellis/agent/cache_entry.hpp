@@ -22,13 +22,13 @@ namespace trellis::agent {
 
 /// One cached result, as every store keeps it (docs/formats.md).
 struct CacheEntry {
-  std::string key;        ///< 64 lower-case hex digits (cache_key)
-  nlohmann::json result;  ///< the effect's successful result
-  std::string graph;      ///< the graph (its hash or fingerprint) whose run made it
-  std::string node;       ///< the node whose effect made it
-  std::string action;     ///< the effect's (action's) name
-  std::string version;    ///< the action's version
-  std::string run_id;     ///< the run that made it (which may since have been deleted)
+  std::string key;         ///< 64 lower-case hex digits (cache_key)
+  nlohmann::json result;   ///< the effect's successful result
+  std::string graph;       ///< the graph (its hash or fingerprint) whose run made it
+  std::string node;        ///< the node whose effect made it
+  std::string action;      ///< the effect's (action's) name
+  std::string version;     ///< the action's version
+  std::string run_id;      ///< the run that made it (which may since have been deleted)
   std::uint64_t step = 0;  ///< that run's step
   std::string created_at;  ///< ISO-8601 UTC
 

@@ -58,7 +58,8 @@
 /// (it has no cache entries). Reads never create or change
 /// anything (no directory, lock file, index or marker: the tree is left byte for byte as it was),
 /// and every write (create, commit, lease, put_effect, append_event, request_cancel, delete_run,
-/// put_graph, put_cached, apply_retention) is a store_error ("opened read-only") that writes nothing.
+/// put_graph, put_cached, apply_retention) is a store_error ("opened read-only") that writes
+/// nothing.
 ///
 /// The run index (list_runs): "@index.jsonl" in the root holds one line per create, commit and
 /// journal rewrite: the run's summary and the journal's inode, size and mtime just after the

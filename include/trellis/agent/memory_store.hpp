@@ -65,7 +65,7 @@ class MemoryStore final : public detail::StoreProtocol {
   std::optional<CacheEntry> read_cache(std::string_view key) override;
 
   std::mutex m_;
-  std::map<std::string, CacheEntry, std::less<>> cache_;  // by key
+  std::map<std::string, CacheEntry, std::less<>> cache_;   // by key
   std::map<std::string, GraphShape, std::less<>> graphs_;  // by fingerprint
   std::map<std::string, Run, std::less<>> runs_;
   std::map<std::string, Held, std::less<>> leases_;           // run id -> its holder

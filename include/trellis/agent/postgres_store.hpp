@@ -78,8 +78,8 @@ struct PostgresStoreOptions {
   std::size_t connections = 4;
   /// Open to read only: no schema is created or upgraded, and every write (create, commit,
   /// lease, claim, put_effect, append_event, request_cancel, delete_run, put_graph,
-  /// put_cached, apply_retention) throws store_error, writing nothing (the connections are also set to
-  /// default_transaction_read_only).
+  /// put_cached, apply_retention) throws store_error, writing nothing (the connections are also set
+  /// to default_transaction_read_only).
   bool read_only = false;
   /// How long connecting may take (libpq counts whole seconds, at least 2).
   std::chrono::milliseconds connect_timeout{5000};

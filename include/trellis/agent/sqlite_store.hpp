@@ -16,8 +16,8 @@
 /// `effects`, `events`, `leases`, `cancel_requests`, `graphs` and `cache_entries`, schema version
 /// `schema_version` (an older one is upgraded in place when opened for writing), are
 /// described in docs/formats.md, section "SQLite schema". Every checkpoint, effect, cancel
-/// request, graph and cache entry row carries a checksum of its record text: a record edited or damaged
-/// outside trellis is a store_error naming the database, never returned. Records are parsed
+/// request, graph and cache entry row carries a checksum of its record text: a record edited or
+/// damaged outside trellis is a store_error naming the database, never returned. Records are parsed
 /// with the file readers' nesting limit (max_json_depth).
 ///
 /// The run index (status, reason, next node, step, creation and update times, fingerprint,
@@ -102,10 +102,10 @@ struct SqliteStoreOptions {
   /// Open to read only (SQLITE_OPEN_READONLY): a missing file is not_a_store and nothing is
   /// created; an older schema is read as it is (no upgrade); every write (create, commit,
   /// lease, put_effect, append_event, request_cancel, delete_run, put_graph, put_cached,
-  /// apply_retention) throws store_error and writes nothing. The database file is never written. SQLite needs
-  /// the -wal and -shm files to read a WAL database while others may write it: when they are
-  /// missing (the last writer closed it), SQLite creates them beside it (the -wal empty, both
-  /// with the database file's mode), and they stay after the store closes, until a writer's
+  /// apply_retention) throws store_error and writes nothing. The database file is never written.
+  /// SQLite needs the -wal and -shm files to read a WAL database while others may write it: when
+  /// they are missing (the last writer closed it), SQLite creates them beside it (the -wal empty,
+  /// both with the database file's mode), and they stay after the store closes, until a writer's
   /// connection closes last and removes them. Where they cannot be created (a directory this
   /// process may not write), SQLite cannot read the database: store_error.
   bool read_only = false;
