@@ -321,3 +321,23 @@ TEST_CASE("chain: records of a release before hash chains are reported as such, 
   CHECK(r.from_seq == last + 1);
   CHECK(r.checkpoints == 1);
 }
+
+TEST_CASE("chain: a checkpoint deleted from the middle of a run is named as missing") {
+  Harness<SqliteStore> h;
+  full_run(h.store(), "run-1");
+  const std::uint64_t newest = h.store().latest("run-1")->seq;
+  h.reopen();
+  REQUIRE(sql_integer(h.db(), "SELECT count(*) FROM checkpoints WHERE seq=2") == 1);
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(h.db().c_str(), &handle) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(handle, "DELETE FROM checkpoints WHERE seq=2", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(handle);
+  const ag::ChainReport r = ag::verify_chain(h.reopen(), "run-1");
+  REQUIRE_FALSE(r.intact());
+  CHECK(r.broken->record == "checkpoint");
+  CHECK(r.broken->seq == 3);
+  CHECK(r.text().find("broken at checkpoint 3: checkpoint 2 missing: the history jumps from seq "
+                      "1 to 3") != std::string::npos);
+  CHECK(newest > 3);
+}
