@@ -10,6 +10,7 @@
 
 #include <trellis/io/checksum.hpp>
 
+#include "trellis/agent/chain.hpp"
 #include "trellis/agent/errors.hpp"
 
 namespace trellis::agent {
@@ -245,7 +246,9 @@ void wake_parents(Store& store, const std::string& child, const std::string& req
     next.status = RunStatus::Queued;  // its node reruns (resume_node kept: the same child)
     next.interrupt.reset();
     next.effects.clear();
+    next.receipts.clear();
     next.wake_at.clear();
+    seal(next, cp->hash);  // a copy carries the hash of the checkpoint it was copied from
     store.commit(next, cp->seq, lease->token());
     lease.reset();
     wake_parents(store, parent, request_id(*cp), clock);  // a grandparent surfacing it

@@ -2,6 +2,7 @@
 // Subgraphs (subgraph.hpp): a node runs another graph as a child run of its own; the parent
 // waits with it, receives its output, forwards decisions to it and cancels it.
 
+#include <trellis/agent/chain.hpp>
 #include <trellis/agent/failpoint.hpp>
 #include <trellis/agent/operations.hpp>
 #include <trellis/agent/subgraph.hpp>
@@ -142,6 +143,8 @@ TEST_CASE("subgraph: an approval in the child surfaces on the parent; its decisi
     }
   CHECK(decided);
   CHECK(f.child_calls["a"] == 2);
+  CHECK(ag::verify_chain(f.parent.store, "run-1").intact());
+  CHECK(ag::verify_chain(f.parent.store, f.kid).intact());
 }
 
 TEST_CASE("subgraph: a Reject on the parent fails the parent and leaves the child waiting") {
@@ -172,6 +175,10 @@ TEST_CASE("subgraph: a decision recorded on the child makes the parent go on wit
   for (const auto& cp : f.parent.store.history(f.kid))
     if (cp.decision) CHECK(std::get<ag::Approve>(cp.decision->given).reviewer == "bo");
   CHECK(f.child_calls["a"] == 2);
+  // The checkpoint that made the parent Queued is a link of its hash chain like any other.
+  const ag::ChainReport parent_chain = ag::verify_chain(f.parent.store, "run-1");
+  CHECK_MESSAGE(parent_chain.intact(), parent_chain.text());
+  CHECK(ag::verify_chain(f.parent.store, f.kid).intact());
 }
 
 TEST_CASE("subgraph: a decision on the parent's stale request is not forwarded to the child") {
