@@ -1751,6 +1751,50 @@ std::string graph_file(std::string_view fingerprint) {
 
 }  // namespace
 
+namespace {
+
+/// Opens the store's directory `sub` (graph shapes, cache entries), creating it (and syncing
+/// the root when `sync`) when it is missing.
+Directory side_directory(const Directory& root_dir, const fs::path& root, const char* sub,
+                         mode_t mode, bool sync) {
+  const fs::path dir_path = root / sub;
+  Directory dir;
+  for (int attempt = 0;; ++attempt) {
+    int err = root_dir.open_directory(sub, dir);
+    if (err == 0) return dir;
+    if (err != ENOENT || attempt > 0) fail(dir_path, "open", err);
+    err = root_dir.make_directory(sub, mode);
+    if (err != 0 && err != EEXIST) fail(dir_path, "create", err);
+    if (err == 0 && sync) {
+      if (const int s = root_dir.sync()) fail(root, "fsync the directory", s);
+    }
+  }
+}
+
+/// The text of file `name` in the store's directory `sub` (its path in `path`); nullopt when
+/// the directory or the file does not exist.
+std::optional<std::string> read_side_file(const Directory& root_dir, const fs::path& root,
+                                          const char* sub, const std::string& name,
+                                          fs::path& path) {
+  const fs::path dir_path = root / sub;
+  path = dir_path / name;
+  Directory dir;
+  if (const int err = root_dir.open_directory(sub, dir)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(dir_path, "open", err);
+  }
+  unique_fd fd;
+  if (const int err = dir.open_regular(name, fd)) {
+    if (err == ENOENT) return std::nullopt;
+    fail(path, "open", err);
+  }
+  std::string text;
+  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  return text;
+}
+
+}  // namespace
+
 void FileStore::write_graph(const GraphShape& shape) {
   refuse_write("store a graph shape");
   std::string text;
@@ -1762,17 +1806,8 @@ void FileStore::write_graph(const GraphShape& shape) {
   }
   const fs::path dir_path = root_ / kGraphs;
   const std::string name = graph_file(shape.fingerprint);
-  Directory dir;
-  for (int attempt = 0;; ++attempt) {
-    int err = root_dir_->dir.open_directory(kGraphs, dir);
-    if (err == 0) break;
-    if (err != ENOENT || attempt > 0) fail(dir_path, "open", err);
-    err = root_dir_->dir.make_directory(kGraphs, root_dir_->modes.directory);
-    if (err != 0 && err != EEXIST) fail(dir_path, "create", err);
-    if (err == 0 && options_.sync) {
-      if (const int s = root_dir_->dir.sync()) fail(root_, "fsync the directory", s);
-    }
-  }
+  const Directory dir =
+      side_directory(root_dir_->dir, root_, kGraphs, root_dir_->modes.directory, options_.sync);
   // run() puts its graph's shape at every start: the same shape is not written again.
   {
     unique_fd fd;
@@ -1785,21 +1820,11 @@ void FileStore::write_graph(const GraphShape& shape) {
 }
 
 std::optional<GraphShape> FileStore::read_graph(std::string_view fingerprint) {
-  const fs::path dir_path = root_ / kGraphs;
-  Directory dir;
-  if (const int err = root_dir_->dir.open_directory(kGraphs, dir)) {
-    if (err == ENOENT) return std::nullopt;
-    fail(dir_path, "open", err);
-  }
-  const std::string name = graph_file(fingerprint);
-  const fs::path path = dir_path / name;
-  unique_fd fd;
-  if (const int err = dir.open_regular(name, fd)) {
-    if (err == ENOENT) return std::nullopt;
-    fail(path, "open", err);
-  }
-  std::string text;
-  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  fs::path path;
+  std::optional<std::string> read =
+      read_side_file(root_dir_->dir, root_, kGraphs, graph_file(fingerprint), path);
+  if (!read) return std::nullopt;
+  const std::string& text = *read;
   nlohmann::json j;
   if (auto refusal = trellis::detail::parse_json(text, j)) corrupt(path, 1, refusal->detail);
   GraphShape shape;
@@ -1823,37 +1848,18 @@ void FileStore::write_cache(const CacheEntry& entry) {
   refuse_write("store a cache entry");
   const std::string text = encode_line(nlohmann::json(entry));
   const fs::path dir_path = root_ / kCache;
-  Directory dir;
-  for (int attempt = 0;; ++attempt) {
-    int err = root_dir_->dir.open_directory(kCache, dir);
-    if (err == 0) break;
-    if (err != ENOENT || attempt > 0) fail(dir_path, "open", err);
-    err = root_dir_->dir.make_directory(kCache, root_dir_->modes.directory);
-    if (err != 0 && err != EEXIST) fail(dir_path, "create", err);
-    if (err == 0 && options_.sync) {
-      if (const int s = root_dir_->dir.sync()) fail(root_, "fsync the directory", s);
-    }
-  }
+  const Directory dir =
+      side_directory(root_dir_->dir, root_, kCache, root_dir_->modes.directory, options_.sync);
   const std::string name = cache_file(entry.key);
   replace_file(dir, dir_path, name.c_str(), text, root_dir_->modes.file, options_.sync);
 }
 
 std::optional<CacheEntry> FileStore::read_cache(std::string_view key) {
-  const fs::path dir_path = root_ / kCache;
-  Directory dir;
-  if (const int err = root_dir_->dir.open_directory(kCache, dir)) {
-    if (err == ENOENT) return std::nullopt;
-    fail(dir_path, "open", err);
-  }
-  const std::string name = cache_file(key);
-  const fs::path path = dir_path / name;
-  unique_fd fd;
-  if (const int err = dir.open_regular(name, fd)) {
-    if (err == ENOENT) return std::nullopt;
-    fail(path, "open", err);
-  }
-  std::string text;
-  if (const int err = trellis::detail::read_all(fd.get(), text)) fail(path, "read", err);
+  fs::path path;
+  std::optional<std::string> read =
+      read_side_file(root_dir_->dir, root_, kCache, cache_file(key), path);
+  if (!read) return std::nullopt;
+  std::string& text = *read;
   if (text.empty() || text.back() != '\n') corrupt(path, 1, "it is not one complete line");
   text.pop_back();
   nlohmann::json j;

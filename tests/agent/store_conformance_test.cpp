@@ -1196,7 +1196,7 @@ TEST_CASE_TEMPLATE("store: cache entries survive the deletion and retention of t
 TEST_CASE_TEMPLATE("store: a cache key that is not 64 lower-case hex digits is refused", S,
                    TRELLIS_ALL_STORES) {
   Harness<S> h;
-  for (const std::string bad : {std::string(), std::string(63, 'a'), std::string(64, 'A'),
+  for (const std::string& bad : {std::string(), std::string(63, 'a'), std::string(64, 'A'),
                                 std::string(64, 'g'), std::string("../") + std::string(61, 'a')}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS((void)h.store().cached(bad), doctest::Contains("invalid cache key"),
