@@ -213,10 +213,11 @@ void StoreProtocol::commit(const Checkpoint& given, std::uint64_t expected_seq,
   check_run_id(given.run_id);
   std::optional<Checkpoint> own;
   if (given.hash.empty()) {
-    // Its predecessor never changes once the version check below passes (and when it fails,
-    // nothing is written).
-    const std::optional<Checkpoint> prev = read_checkpoint(given.run_id, expected_seq);
-    own = sealed(given, prev ? prev->hash : std::string());
+    // Its predecessor is the newest checkpoint, which never changes once the version check
+    // below passes (and when it fails, nothing is written, whatever was sealed). The newest is
+    // what every store reads fastest (a store's read of an older seq may walk its journal).
+    const std::optional<Checkpoint> prev = read_latest(given.run_id);
+    own = sealed(given, prev && prev->seq == expected_seq ? prev->hash : std::string());
   }
   const Checkpoint& next = own ? *own : given;
   auto body = [&](RunWrite& run) {

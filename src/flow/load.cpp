@@ -1124,8 +1124,8 @@ GraphFile Reader::read() {
   }
 
   trellis::detail::sha256_hex_into(text_, g.hash);
-  const bool caches = std::any_of(g.nodes.begin(), g.nodes.end(),
-                                  [](const NodeSpec& node) { return node.cache; });
+  const bool caches =
+      std::any_of(g.nodes.begin(), g.nodes.end(), [](const NodeSpec& node) { return node.cache; });
   if (problems_.empty() && caches) {
     // The canonical JSON form (the document as JSON, members sorted, compact): another
     // spelling of the same graph (YAML or JSON, comments, order of members) hashes alike.

@@ -1197,7 +1197,7 @@ TEST_CASE_TEMPLATE("store: a cache key that is not 64 lower-case hex digits is r
                    TRELLIS_ALL_STORES) {
   Harness<S> h;
   for (const std::string& bad : {std::string(), std::string(63, 'a'), std::string(64, 'A'),
-                                std::string(64, 'g'), std::string("../") + std::string(61, 'a')}) {
+                                 std::string(64, 'g'), std::string("../") + std::string(61, 'a')}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS((void)h.store().cached(bad), doctest::Contains("invalid cache key"),
                          trellis::agent::store_error);

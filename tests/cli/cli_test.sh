@@ -277,7 +277,10 @@ open(path, "w", encoding="utf-8").write("\n".join(lines) + "\n")
 PY
       t showforged 0 -o json runs show r-1  # the store reads the forged record: its checksum holds
       t broken 6 runs verify r-1
-      grep -q "broken at checkpoint 1: its prev_hash is not the hash of checkpoint 0" "$dir/broken.out" ||
+      # Checkpoint 1 is the first broken link: its prev_hash is not checkpoint 0's hash, or (a
+      # delta record, whose prev_hash is implied by the record before it) its content no longer
+      # matches its own hash.
+      grep -Eq "broken at checkpoint 1: (its prev_hash is not the hash of checkpoint 0|its content does not match its hash)" "$dir/broken.out" ||
         fail "runs verify does not name checkpoint 1"
       t brokenj 6 -o json runs verify r-1
       j brokenj 'not d["intact"] and d["broken"]["record"] == "checkpoint" and d["broken"]["seq"] == 1'
