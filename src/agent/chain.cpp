@@ -170,6 +170,13 @@ class Checker {
       return;  // written before hash chains (counted as such)
     }
     if (!own_hash_holds(e, c.seq)) return;
+    if (e.hash != held && e.prev_hash == history_.back().hash) {
+      // Re-issued after the newest checkpoint named it (a retry after a durable backoff, a
+      // resume after a reconciliation that said it did not happen): a step in flight, which
+      // the next checkpoint binds; as the newest checkpoint, it is not checked further.
+      ++r_.effects;
+      return;
+    }
     if (e.hash != held)
       return fail("effect", c.seq, key, held, e.hash,
                   "the record (effect '" + e.name + "') is not the one checkpoint " +

@@ -329,10 +329,16 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
 
   if (cache != nullptr && !stored) {
     // A cache hit is the effect's receipt: written at once (no started record: nothing is
-    // called), then replayed like any receipt.
+    // called), then replayed like any receipt. The cache is an optimisation of an idempotent
+    // effect: an entry the store cannot read (corrupt, or the store failing) is a miss.
     std::optional<CacheEntry> hit;
-    infrastructure([&] { hit = store_.cached(cache->key); });
+    try {
+      hit = store_.cached(cache->key);
+    } catch (const std::exception&) {
+      hit.reset();
+    }
     if (hit) {
+      rec.compensable = false;  // another run did it: this run's failure must not undo it
       rec.status = EffectStatus::succeeded;
       rec.result = std::move(hit->result);
       rec.cached_from = cache->key;
@@ -370,11 +376,14 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
     trellis::failpoint("effect.after_receipt", run_id_);
   });
   note(rec);
-  if (cache != nullptr && rec.status == EffectStatus::succeeded)
-    infrastructure([&] {
+  if (cache != nullptr && rec.status == EffectStatus::succeeded) {
+    // The receipt is committed: a cache entry that cannot be written is lost, not the step.
+    try {
       store_.put_cached(CacheEntry{cache->key, rec.result, cache->graph, rec.node, rec.name,
                                    cache->version, run_id_, rec.step, rec.finished_at});
-    });
+    } catch (const std::exception&) {
+    }
+  }
   logged(rec, EffectSource::ran);
   nlohmann::json detail = describe(rec);
   switch (rec.status) {

@@ -156,32 +156,41 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child) {
   const RunOptions options = child_options(ctx, *parent);
 
   ChildStatus st;
-  if (std::optional<Checkpoint> cp = store->latest(id); !cp) {
-    st = child.start(id, *store, options);
-  } else if (cp->fingerprint != fingerprint) {
-    throw graph_mismatch("trellis: child run '" + id + "' was stored by graph [" + cp->fingerprint +
-                         "], the subgraph is [" + fingerprint + "]");
-  } else if (cp->status == RunStatus::Succeeded) {
-    child.succeeded(*cp);
-    st = status_of(*cp);
-  } else if (cp->status == RunStatus::Failed) {
-    st = status_of(*cp);
-  } else if (cp->status == RunStatus::WaitingApproval) {
-    const std::optional<ApprovalRequest>& request =
-        cp->interrupt ? cp->interrupt->approval : std::nullopt;
-    const bool expired = request && request->expires_at && ctx.clock().now() > *request->expires_at;
-    if (const Resume* d = forwarded(ctx, *store, id, *cp))
-      st = child.resume(id, *store, d, options);
-    else if (expired)
-      st = child.resume(id, *store, nullptr, options);  // fails it: approval_expired
-    else
+  try {
+    if (std::optional<Checkpoint> cp = store->latest(id); !cp) {
+      st = child.start(id, *store, options);
+    } else if (cp->fingerprint != fingerprint) {
+      throw graph_mismatch("trellis: child run '" + id + "' was stored by graph [" +
+                           cp->fingerprint + "], the subgraph is [" + fingerprint + "]");
+    } else if (cp->status == RunStatus::Succeeded) {
+      child.succeeded(*cp);
       st = status_of(*cp);
-  } else {  // Queued, Running (a crash), Waiting (not due: nothing written), Cancelled
-    // A child cancelled at its pause waits again when resumed; the parent's decision on it
-    // (asked before the cancellation) is its answer.
-    const Resume* d =
-        cp->status == RunStatus::Cancelled ? forwarded(ctx, *store, id, *cp) : nullptr;
-    st = child.resume(id, *store, d, options);
+    } else if (cp->status == RunStatus::Failed) {
+      st = status_of(*cp);
+    } else if (cp->status == RunStatus::WaitingApproval) {
+      const std::optional<ApprovalRequest>& request =
+          cp->interrupt ? cp->interrupt->approval : std::nullopt;
+      const bool expired =
+          request && request->expires_at && ctx.clock().now() > *request->expires_at;
+      if (const Resume* d = forwarded(ctx, *store, id, *cp))
+        st = child.resume(id, *store, d, options);
+      else if (expired)
+        st = child.resume(id, *store, nullptr, options);  // fails it: approval_expired
+      else
+        st = status_of(*cp);
+    } else {  // Queued, Running (a crash), Waiting (not due: nothing written), Cancelled
+      // A child cancelled at its pause waits again when resumed; the parent's decision on it
+      // (asked before the cancellation) is its answer.
+      const Resume* d =
+          cp->status == RunStatus::Cancelled ? forwarded(ctx, *store, id, *cp) : nullptr;
+      st = child.resume(id, *store, d, options);
+    }
+  } catch (const run_busy&) {
+    // Another process advances the child (a worker that has the child graph, or an operator's
+    // resume): the parent waits a moment, durably, and looks again.
+    out.status = RunStatus::Running;
+    out.wait = Sleep{.duration = std::chrono::seconds(1), .replay = true};
+    return out;
   }
   out.status = st.status;
 

@@ -800,12 +800,14 @@ void add_builtin_actions(ActionRegistry& registry) {
   read_options.params_schema = object_schema({{"path", "string"}});
   read_options.result_schema =
       object_schema({{"path", "string"}, {"content", "string"}, {"size", "integer"}});
+  read_options.cacheable = false;  // the run's own work directory
   registry.add("read_file", read_file, agent::EffectPolicy::idempotent, std::move(read_options));
 
   ActionOptions write_options;
   write_options.description = "Writes a file below the run's work directory, atomically";
   write_options.params_schema = object_schema({{"path", "string"}, {"content", "string"}});
   write_options.result_schema = object_schema({{"path", "string"}, {"size", "integer"}});
+  write_options.cacheable = false;  // a hit would leave this run's work directory unwritten
   ActionOptions append_options = write_options;
   append_options.description = "Appends to a file below the run's work directory";
   registry.add("write_file", write_file, agent::EffectPolicy::idempotent, std::move(write_options));

@@ -367,6 +367,12 @@ void Validator::check_node(const NodeSpec& node) {
                   std::string(enumeration<agent::EffectPolicy>::name(action->policy)) +
                   ", not idempotent (cache: true is for idempotent actions)",
               "cache_not_idempotent");
+      } else if (action && node.cache && !action->options.cacheable) {
+        error(node.at,
+              node_name(node) + " caches the results of '" + node.action +
+                  "', whose result depends on the run (its work directory), not only on its "
+                  "params: another run would get this run's result",
+              "cache_not_cacheable");
       }
       break;
     }

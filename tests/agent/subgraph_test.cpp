@@ -181,6 +181,30 @@ TEST_CASE("subgraph: a decision recorded on the child makes the parent go on wit
   CHECK(ag::verify_chain(f.parent.store, f.kid).intact());
 }
 
+TEST_CASE(
+    "subgraph: while another process holds the child's lease, the parent waits and "
+    "looks again; it does not fail") {
+  Family f;
+  f.child_node("a", ask()).child_node("b", halt());
+  f.child.entry("a");
+  REQUIRE(f.parent.run().interrupted());
+  const auto child_cp = f.parent.latest(f.kid);
+  ag::record_decision(f.parent.store, f.kid, ag::request_id(child_cp),
+                      ag::Approve{.reviewer = "bo"}, f.parent.clock);
+  REQUIRE(f.parent.latest().status == RunStatus::Queued);
+  {
+    // Another process (a worker that has the child graph) advances the child.
+    ag::Lease elsewhere = f.parent.store.lease(f.kid, "another worker");
+    const auto out = f.parent.resume();
+    CHECK(out.waiting());
+    CHECK(f.parent.latest().status == RunStatus::Waiting);
+  }
+  f.parent.clock.advance(2s);
+  const auto done = f.parent.resume();
+  CHECK(done.succeeded());
+  CHECK(ag::verify_chain(f.parent.store, "run-1").intact());
+}
+
 TEST_CASE("subgraph: a decision on the parent's stale request is not forwarded to the child") {
   Family f;
   f.child_node("a", ask());

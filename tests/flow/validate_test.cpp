@@ -234,14 +234,21 @@ TEST_CASE("validate: a node whose last branch has a condition has no default edg
   CHECK(errors[1].at == fl::SourcePos{"test.yaml", 11, 3});  // c: no next at all
 }
 
-TEST_CASE("validate: cache on an action that is not idempotent is an error") {
+TEST_CASE(
+    "validate: cache on an action that is not idempotent, or whose result depends on the "
+    "run (the file actions), is an error") {
   const fl::Validation v = validate_text(graph_with(
       "  a: {action: exec, params: {command: git}, cache: true, next: b}\n"
       "  b: {action: read_file, params: {path: x}, cache: true, next: c}\n  c: {return: null}\n"));
   const auto errors = with_code(v, "cache_not_idempotent");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].at == fl::SourcePos{"test.yaml", 6, 3});
-  CHECK(v.errors().size() == 1);
+  // read_file is idempotent, but reads the run's own work directory: another run's result
+  // would be wrong.
+  const auto uncacheable = with_code(v, "cache_not_cacheable");
+  REQUIRE(uncacheable.size() == 1);
+  CHECK(uncacheable[0].at == fl::SourcePos{"test.yaml", 7, 3});
+  CHECK(v.errors().size() == 2);
 }
 
 TEST_CASE("validate: warnings name unreachable nodes, unassigned and unread keys, no return") {

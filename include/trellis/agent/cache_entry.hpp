@@ -10,7 +10,9 @@
 /// (run_context.hpp): on a hit the effect's receipt is written from the entry (its record says
 /// `cached_from`), on a miss the effect runs as any other and its successful result is put in
 /// the cache. Only idempotent effects may be cached (graph_error otherwise): a hit skips the
-/// call, which must not matter.
+/// call, which must not matter. The cache is an optimisation: an entry the store cannot read is
+/// a miss, and a result it cannot put is not cached (the step goes on either way). A receipt
+/// taken from the cache is never compensated by this run (another run made the effect).
 
 #include <cstdint>
 #include <string>

@@ -16,7 +16,8 @@
 /// "Hash chain", says it byte for byte, for a script that checks a store).
 ///
 /// What the chain cannot tell: the newest checkpoint (nothing links to it yet), an effect
-/// record no kept checkpoint names (a step in flight, compensations), or a run rewritten whole
+/// record no kept checkpoint names (a step in flight, compensations) or one written again after
+/// the newest checkpoint (a retry in flight: it links to that checkpoint), or a run rewritten whole
 /// by someone who recomputes every hash. It makes a change to the history evident; it is not a
 /// signature.
 

@@ -52,9 +52,10 @@
 ///
 /// A child run is an ordinary run of the child graph: a Worker that has the child graph may
 /// claim it when it is due (leases keep it to one process at a time; the parent then finds it
-/// ahead). The parent needs no such worker: it advances the child itself whenever its node
-/// runs. In Graph::step (step.hpp) subgraph() throws graph_error: a step outside a run call
-/// has no store to advance a child on.
+/// ahead). While another process holds the child's lease, `wait` is a Sleep of one second with
+/// `replay`: the parent waits, durably, and looks again. The parent needs no such worker: it
+/// advances the child itself whenever its node runs. In Graph::step (step.hpp) subgraph() throws
+/// graph_error: a step outside a run call has no store to advance a child on.
 
 #include <optional>
 #include <string>

@@ -56,6 +56,10 @@ struct ActionOptions {
   /// Bumped when what the action returns for the same params changes: part of a cached
   /// result's key.
   std::string version = "1";
+  /// False for an action whose result depends on more than its params and version (the
+  /// built-in file actions read and write the run's own work directory): `cache: true` on it
+  /// does not validate (`cache_not_cacheable`).
+  bool cacheable = true;
   /// A JSON Schema (subset: type, properties, items) of the result: what the validator knows
   /// of `result` in the node's conditions and templates; null: any.
   nlohmann::json result_schema = nullptr;

@@ -34,6 +34,7 @@ struct Diagnostic {
   std::string message;
   /// A stable name for programs: "unknown_node", "missing_start", "no_permissions",
   /// "unknown_action", "capability_denied", "type_error", "cache_not_idempotent",
+  /// "cache_not_cacheable",
   /// "foreach_without_over", "no_default_edge", "unbounded_cycle", "subgraph",
   /// "unreachable_node", "read_never_assigned", "assigned_never_read", "no_return".
   std::string code;
