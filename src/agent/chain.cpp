@@ -2,6 +2,7 @@
 
 #include "trellis/agent/chain.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -33,9 +34,95 @@ std::string checkpoint_hash(const Checkpoint& c) {
   return hash_of(j);
 }
 
+namespace {
+
+// The canonical text of an effect record (hash_of's bytes for `nlohmann::json(r)`), written
+// member by member: a fan-out seals two records per item, and building the record's JSON
+// object to dump it cost more than the rest of sealing. chain_test checks that both give the
+// same bytes.
+class EffectText {
+ public:
+  explicit EffectText(const EffectRecord& r) {
+    out_.reserve(512 + r.key.size() + r.prev_hash.size());
+    out_ += '{';
+    member("args");
+    value(r.args);
+    if (!r.cached_from.empty()) {
+      member("cached_from");
+      text(r.cached_from);
+    }
+    member("compensable");
+    out_ += r.compensable ? "true" : "false";
+    member("compensates");
+    text(r.compensates);
+    member("error");
+    text(r.error);
+    member("finished_at");
+    text(r.finished_at);
+    member("issued");
+    out_ += std::to_string(r.issued);
+    member("key");
+    text(r.key);
+    member("name");
+    text(r.name);
+    member("node");
+    text(r.node);
+    member("ordinal");
+    out_ += std::to_string(r.ordinal);
+    member("policy");
+    text(trellis::enumeration<EffectPolicy>::name(r.policy));
+    if (!r.prev_hash.empty()) {
+      member("prev_hash");
+      text(r.prev_hash);
+    }
+    if (r.reconciliation) {
+      member("reconciliation");
+      value(nlohmann::json(*r.reconciliation));
+    }
+    member("result");
+    value(r.result);
+    member("run_id");
+    text(r.run_id);
+    member("started_at");
+    text(r.started_at);
+    member("status");
+    text(trellis::enumeration<EffectStatus>::name(r.status));
+    member("step");
+    out_ += std::to_string(r.step);
+    out_ += '}';
+  }
+  const std::string& str() const noexcept { return out_; }
+
+ private:
+  void member(std::string_view name) {
+    if (out_.size() > 1) out_ += ',';
+    out_ += '"';
+    out_ += name;  // (names that need no escaping)
+    out_ += "\":";
+  }
+  // A string as nlohmann dumps it (ensure_ascii off, invalid UTF-8 replaced): printable ASCII
+  // other than '"' and '\\' is written as it is; anything else goes through nlohmann.
+  void text(std::string_view s) {
+    const bool plain = std::all_of(
+        s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (!plain) return value(nlohmann::json(std::string(s)));
+    out_ += '"';
+    out_ += s;
+    out_ += '"';
+  }
+  void value(const nlohmann::json& v) {
+    out_ += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  std::string out_;
+};
+
+}  // namespace
+
 std::string effect_hash(const EffectRecord& r) {
-  nlohmann::json j = r;
-  return hash_of(j);
+  std::string hex;
+  trellis::detail::sha256_hex_into(EffectText(r).str(), hex);
+  return hex;
 }
 
 void seal(Checkpoint& c, std::string_view prev_hash) {

@@ -160,10 +160,11 @@ void check_writable(Checkpoint& c) {
   }
 }
 
-void check_writable(EffectRecord& r) {
+void check_writable(const EffectRecord& r) {
   try {
-    check_member(r.args, {"args"}, "an effect");
-    check_member(r.result, {"result"}, "an effect");
+    // (The object is named only on a refusal.)
+    trellis::detail::check_writable_member(r.args, "args", std::string());
+    trellis::detail::check_writable_member(r.result, "result", std::string());
   } catch (const unwritable_value& e) {
     throw unwritable_value(object_of(r), e.member(), e.reason());
   }

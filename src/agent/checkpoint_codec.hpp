@@ -46,7 +46,7 @@ void check_member(nlohmann::json& member, std::initializer_list<const char*> pat
 void check_writable(Checkpoint& c);
 
 /// The same for an effect record's arguments and result (MemoryStore).
-void check_writable(EffectRecord& r);
+void check_writable(const EffectRecord& r);
 
 /// Effect record `r` as JSON, checked: what FileStore and SqliteStore write.
 nlohmann::json effect_json(const EffectRecord& r);

@@ -184,6 +184,15 @@ EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, E
   return rec;
 }
 
+void EffectRunner::log_queued() {
+  std::vector<QueuedEvent> events;
+  {
+    std::lock_guard lock(mu_);
+    events.swap(queued_);
+  }
+  for (QueuedEvent& e : events) host_.effect_event(e.kind, std::move(e.detail), e.durable);
+}
+
 void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
   if (fanning_out_.load()) {  // logged by the node's thread after the fan-out (run_many)
     std::lock_guard lock(mu_);
@@ -236,8 +245,13 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
     std::lock_guard lock(mu_);
     return broken_ != nullptr || reconciliation_.has_value();
   };
+  const std::thread::id node_thread = std::this_thread::get_id();
   const auto work = [&] {
+    // The node's thread logs the events queued so far between its items (the host is called
+    // from that thread only); what is left is logged once the items are done.
+    const bool logs = std::this_thread::get_id() == node_thread;
     for (std::size_t i = next++; i < n; i = next++) {
+      if (logs) log_queued();
       if (stop.load() || cancel.stop_requested() || attempt_over()) {
         out[i].skipped = true;
         continue;
@@ -255,7 +269,9 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   const std::size_t threads =
       dry_ ? 1 : std::min<std::size_t>(n, std::max(1U, options.concurrency));
   fanning_out_.store(true);
-  {
+  if (pool_ != nullptr) {
+    pool_->run(work, threads - 1);  // (work() catches what its items throw)
+  } else {
     std::vector<std::jthread> helpers;
     try {
       for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
@@ -265,9 +281,7 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
     work();
   }  // joined
   fanning_out_.store(false);
-  // The events of the items, logged by this (the node's) thread, in the order they happened.
-  for (QueuedEvent& e : std::exchange(queued_, {}))
-    host_.effect_event(e.kind, std::move(e.detail), e.durable);
+  log_queued();
   // The checkpoint lists the keys of the items that were started, in input order.
   for (std::size_t i = 0; i < n; ++i)
     if (started[i]) keys_.push_back(recs[i].key);
@@ -362,7 +376,10 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_started", run_id_);
   });
-  event(EventKind::effect_started, describe(rec), true);
+  // A fan-out's item logs only its outcome: its events are logged as the node's thread gets
+  // to them, when "started" would say nothing the outcome does not (the started record is
+  // written all the same).
+  if (!fanning_out_.load()) event(EventKind::effect_started, describe(rec), true);
 
   const EffectCall call{rec.key,  rec.name,    rec.args,   rec.run_id, rec.node,
                         rec.step, rec.ordinal, rec.issued, {}};

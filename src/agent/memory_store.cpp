@@ -4,6 +4,9 @@
 #include "trellis/agent/memory_store.hpp"
 
 #include <algorithm>
+#include <utility>
+
+#include <trellis/io/json_text.hpp>
 
 #include "checkpoint_codec.hpp"
 #include "lease_holder.hpp"
@@ -48,19 +51,7 @@ class MemoryStore::Write final : public detail::RunWrite {
   }
 
   void put_effect(const EffectRecord& record) override {
-    EffectRecord kept = record;
-    detail::check_writable(kept);
-    try {
-      // Refuse what the persistent stores cannot hold (text that is not UTF-8), checking only
-      // the free-form members: building the whole record's JSON would cost more than the put.
-      for (const std::string* text : {&record.name, &record.error, &record.node})
-        (void)nlohmann::json(*text).dump();
-      (void)record.args.dump();
-      (void)record.result.dump();
-    } catch (const nlohmann::json::exception& e) {
-      throw store_error("trellis: effect '" + record.name + "' of run '" + record.run_id +
-                        "' cannot be stored: " + e.what());
-    }
+    EffectRecord kept = record;  // (checked by check_effect, before the lock)
     auto [at, fresh] = run_->effect_index.try_emplace(record.key, run_->effects.size());
     if (fresh)
       run_->effects.push_back(std::move(kept));
@@ -80,6 +71,22 @@ class MemoryStore::Write final : public detail::RunWrite {
   std::string_view run_id_;
   Run* run_ = nullptr;
 };
+
+void MemoryStore::check_effect(const EffectRecord& record) {
+  detail::check_writable(record);
+  // Refuse what the persistent stores cannot hold (text that is not UTF-8), checking only the
+  // free-form members: building the whole record's JSON would cost more than the put.
+  const auto not_utf8 = [&](const std::string& what) {
+    throw store_error("trellis: effect '" + record.name + "' of run '" + record.run_id +
+                      "' cannot be stored: its " + what + " is not valid UTF-8");
+  };
+  for (const auto& [text, what] :
+       {std::pair{&record.name, "name"}, std::pair{&record.error, "error"},
+        std::pair{&record.node, "node"}})
+    if (!trellis::detail::valid_utf8(*text)) not_utf8(what);
+  if (!trellis::detail::valid_utf8_json(record.args)) not_utf8("args");
+  if (!trellis::detail::valid_utf8_json(record.result)) not_utf8("result");
+}
 
 void MemoryStore::write_run(std::string_view run_id, detail::WriteKind,
                             detail::RunBody<detail::RunWrite> body) {

@@ -50,6 +50,7 @@ class Execution final : public EffectHost {
         life_(ctx_, cp_.status, lifecycle()),
         effects_(store, cp_.run_id, keeper.token(), clock_, *this) {
     effects_.chain_from(cp_.hash);
+    effects_.pool(options_.fanout_pool);
     if (options_.monitor != nullptr) options_.monitor->set(cp_.status);
     if (options_.on_status || options_.monitor != nullptr)
       status_sub_ = life_.on_transition([this](RunStatus from, RunStatus to) {

@@ -278,6 +278,7 @@ void StoreProtocol::put_effect(const EffectRecord& given, const LeaseToken& leas
     seal(*own, newest ? newest->hash : std::string());
   }
   const EffectRecord& record = own ? *own : given;
+  check_effect(record);
   auto body = [&](RunWrite& run) {
     if (!run.newest_seq())
       throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
@@ -382,6 +383,8 @@ const char* write_name(WriteKind kind) noexcept {
 }
 
 // The primitives' defaults (see store_protocol.hpp).
+
+void StoreProtocol::check_effect(const EffectRecord&) {}
 
 std::uint64_t RunWrite::append_cancel_request(const CancelRequest& request) {
   throw store_error("trellis: this store keeps no cancel requests (run '" + request.run_id + "')");

@@ -82,6 +82,7 @@ RunOptions child_options(const RunContext& ctx, const RunOptions& parent) {
   o.cancel_poll = parent.cancel_poll;
   o.durable_waits = parent.durable_waits;
   o.yield = parent.yield;
+  o.fanout_pool = parent.fanout_pool;
   return o;
 }
 

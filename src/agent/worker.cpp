@@ -12,8 +12,10 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stop_token>
 
 #include "trellis/agent/errors.hpp"
+#include "trellis/agent/fanout_pool.hpp"
 
 namespace trellis::agent {
 
@@ -32,6 +34,7 @@ struct Worker::Shared {
   std::stop_source stop;             // stop(): no new claims; run calls yield between steps
   std::atomic<bool> started{false};  // start() was called
   std::atomic<bool> frozen{false};   // start() or drain() was called: no more graphs
+  FanoutPool pool;                   // the fan-out items the idle threads run
 };
 
 namespace {
@@ -148,6 +151,7 @@ bool Worker::once(std::size_t thread, std::stop_token stop) {
   RunOptions options = options_.run;
   options.worker = request.owner;
   options.durable_waits = true;
+  if (options.fanout_pool == nullptr) options.fanout_pool = &shared_->pool;
   options.stop = {};  // the worker never cancels a run; it gives it back
   std::stop_source yield;
   std::stop_callback forward_caller(stop, [&yield] { yield.request_stop(); });
@@ -232,6 +236,11 @@ void Worker::thread_main(std::size_t thread, std::stop_token stop) {
   unsigned idle = 0;
   unsigned failures = 0;  // claims failed in a row
   while (!stop.stop_requested() && !shared_->stop.stop_requested()) {
+    // The items of a fan-out in flight (another thread's run) come before new runs.
+    if (shared_->pool.help()) {
+      idle = 0;
+      continue;
+    }
     bool worked = false;
     try {
       worked = once(thread, stop);
@@ -255,8 +264,16 @@ void Worker::thread_main(std::size_t thread, std::stop_token stop) {
           std::max(options_.poll, std::chrono::milliseconds(5000)));
     const auto wait = std::chrono::milliseconds(
         static_cast<std::int64_t>(static_cast<double>(base.count()) * half_to_one(engine)));
+    // A fan-out offered after `offered` was taken ends the wait.
+    const std::stop_token offered = shared_->pool.offered();
+    if (shared_->pool.help()) continue;
+    std::stop_source wake;
+    const auto wake_up = [&wake] { wake.request_stop(); };
+    std::stop_callback by_caller(stop, wake_up);
+    std::stop_callback by_worker(shared_->stop.get_token(), wake_up);
+    std::stop_callback by_offer(offered, wake_up);
     try {
-      store_.wait_for_work(std::max(wait, std::chrono::milliseconds(1)), stop);
+      store_.wait_for_work(std::max(wait, std::chrono::milliseconds(1)), wake.get_token());
     } catch (const std::exception&) {
     }
   }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -325,12 +327,21 @@ class FileNode final : public ag::Node<FlowState> {
 
   /// The action's function as an effect's: in the run's work directory, with the environment
   /// `env_requires` names.
+  /// Computed once per node call (a foreach's items share them): the directory is made by the
+  /// first call that runs (a fan-out's items may be on several threads), so a node whose
+  /// effects all replay makes nothing.
   ag::EffectFn effect_fn(const Action& action, const ag::RunContext& ctx) const {
-    return [this, &action, stop = ctx.stop_token()](const ag::EffectCall& effect) -> json {
-      const std::filesystem::path dir = g_.work_dir(effect.run_id);
-      std::filesystem::create_directories(dir);
-      const std::map<std::string, std::string> env = g_.environment();
-      const ActionCall c{effect, effect.args, dir, env, stop};
+    struct Shared {
+      std::filesystem::path dir;
+      std::map<std::string, std::string> env;
+      std::once_flag made;
+    };
+    auto shared = std::make_shared<Shared>();
+    shared->dir = g_.work_dir(ctx.run_id());
+    shared->env = g_.environment();
+    return [shared, &action, stop = ctx.stop_token()](const ag::EffectCall& effect) -> json {
+      std::call_once(shared->made, [&] { std::filesystem::create_directories(shared->dir); });
+      const ActionCall c{effect, effect.args, shared->dir, shared->env, stop};
       return action.fn(c);
     };
   }

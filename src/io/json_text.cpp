@@ -114,6 +114,68 @@ std::optional<Refusal> parse_json(std::string_view text, nlohmann::json& out) {
   return std::nullopt;
 }
 
+bool valid_utf8(std::string_view text) noexcept {
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80;  // the range of the second byte
+    unsigned char hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c == 0xE0) {
+      len = 3;
+      lo = 0xA0;  // no overlong form
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+      len = 3;
+    } else if (c == 0xED) {
+      len = 3;
+      hi = 0x9F;  // no surrogate
+    } else if (c == 0xF0) {
+      len = 4;
+      lo = 0x90;  // no overlong form
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      len = 4;
+    } else if (c == 0xF4) {
+      len = 4;
+      hi = 0x8F;  // nothing past U+10FFFF
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    const auto second = static_cast<unsigned char>(text[i + 1]);
+    if (second < lo || second > hi) return false;
+    for (std::size_t k = 2; k < len; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if (next < 0x80 || next > 0xBF) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+bool valid_utf8_json(const nlohmann::json& value) noexcept {
+  switch (value.type()) {
+    case nlohmann::json::value_t::string:
+      return valid_utf8(value.get_ref<const std::string&>());
+    case nlohmann::json::value_t::object:
+      for (auto it = value.begin(); it != value.end(); ++it)
+        if (!valid_utf8(it.key()) || !valid_utf8_json(it.value())) return false;
+      return true;
+    case nlohmann::json::value_t::array:
+      for (const nlohmann::json& element : value)
+        if (!valid_utf8_json(element)) return false;
+      return true;
+    default:
+      return true;
+  }
+}
+
 void check_writable(const nlohmann::json& document, const std::string& object) {
   std::string pointer;
   std::string why = unwritable(document, 0, pointer);

@@ -255,6 +255,48 @@ TEST_CASE("chain: a record's hash is SHA-256 of its JSON without \"hash\", compa
   CHECK_FALSE(plain.contains("receipts"));
 }
 
+TEST_CASE(
+    "chain: an effect record's hash is SHA-256 of its JSON without \"hash\", whatever it holds") {
+  // The hash is written member by member (chain.cpp); these records reach every branch of it.
+  const auto documented = [](const EffectRecord& r) {
+    nlohmann::json j = r;
+    j.erase("hash");
+    return persist_test::sha256_text(
+        j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  EffectRecord r;
+  r.run_id = "run-1";
+  r.key = std::string(64, 'b');
+  r.name = "payments.refund";
+  r.args = {{"amount", 12.5}, {"to", "ana"}, {"tags", {"a", "b"}}, {"z", nullptr}};
+  r.policy = ag::EffectPolicy::at_most_once;
+  r.node = "pay";
+  r.step = 7;
+  r.ordinal = 3;
+  CHECK("sha256:" + ag::effect_hash(r) == documented(r));
+  r.status = ag::EffectStatus::succeeded;
+  r.result = {{"id", "re_1"}, {"ok", true}};
+  r.issued = 2;
+  r.compensable = true;
+  r.started_at = "2026-11-24T10:00:00.000Z";
+  r.finished_at = "2026-11-24T10:00:01.000Z";
+  r.prev_hash = std::string(64, 'c');
+  r.cached_from = std::string(64, 'd');
+  CHECK("sha256:" + ag::effect_hash(r) == documented(r));
+  // Text that must be escaped, text beyond ASCII, and bytes that are not UTF-8 (replaced).
+  r.name = "quote \" backslash \\ tab \t newline \n bell \x07 del \x7f";
+  r.node = "n\xc3\xa9ud \xe2\x9c\x93";
+  r.error = std::string("bad \xff\xfe byte");
+  r.compensates = "k\x01";
+  r.reconciliation = ag::Reconciliation{};
+  r.reconciliation->by = "ops";
+  r.reconciliation->reason = "checked \"by hand\"";
+  CHECK("sha256:" + ag::effect_hash(r) == documented(r));
+  ag::seal(r, std::string(64, 'e'));
+  CHECK(r.prev_hash == std::string(64, 'e'));
+  CHECK("sha256:" + r.hash == documented(r));
+}
+
 namespace {
 
 /// Removes the hash chain's members from every checkpoint and effect row of the SQLite store

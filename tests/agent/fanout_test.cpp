@@ -11,17 +11,22 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "agent_test_support.hpp"
+#include "trellis/agent/fanout_pool.hpp"
 #include "trellis/agent/graph.hpp"
 #include "trellis/agent/memory_store.hpp"
+#include "trellis/agent/worker.hpp"
 
 using nlohmann::json;
 
@@ -248,4 +253,147 @@ TEST_CASE("fanout: an item cannot make effects of its own (graph_error)") {
   // The item's call threw graph_error: its receipt holds it (effect_failed names it).
   CHECK_THROWS_WITH_AS(std::rethrow_exception(outs[0].error),
                        doctest::Contains("cannot make effects of its own"), ag::effect_failed);
+}
+
+namespace {
+
+/// Items that must all run at once: each waits (at most 10 s) until `n` of them run.
+struct Meeting {
+  std::mutex m;
+  std::condition_variable cv;
+  int n;
+  int running = 0;
+  bool met = false;
+  std::vector<std::thread::id> threads;  // of each item's call
+  explicit Meeting(int count) : n(count) {}
+  json item() {
+    std::unique_lock lock(m);
+    threads.push_back(std::this_thread::get_id());
+    ++running;
+    cv.notify_all();
+    met = cv.wait_for(lock, std::chrono::seconds(10), [&] { return running >= n; }) || met;
+    return 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fanout: with a FanoutPool the items run on the node's thread and the pool's helper") {
+  Harness h;
+  ag::FanoutPool pool;
+  std::promise<std::thread::id> helper_id;
+  std::jthread helper([&](std::stop_token stop) {
+    helper_id.set_value(std::this_thread::get_id());
+    pool.serve(stop);
+  });
+  const std::thread::id helper_thread = helper_id.get_future().get();
+  Meeting meeting(2);
+  std::thread::id node_thread;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    node_thread = std::this_thread::get_id();
+    ctx.effects("meet", numbered(2), ag::EffectPolicy::idempotent,
+                [&](const ag::EffectCall&) { return meeting.item(); }, {.concurrency = 2});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  ag::RunOptions o;
+  o.fanout_pool = &pool;
+  REQUIRE(h.run("run-1", o).succeeded());
+  CHECK(meeting.met);  // in parallel
+  // On those two threads: no thread was started for the fan-out.
+  std::vector<std::thread::id> expected{node_thread, helper_thread};
+  std::sort(expected.begin(), expected.end());
+  std::sort(meeting.threads.begin(), meeting.threads.end());
+  CHECK(meeting.threads == expected);
+}
+
+TEST_CASE("fanout: FanoutPool::run returns once every place taken has returned; errors come back") {
+  ag::FanoutPool pool;
+  SUBCASE("without a helper thread, the calling thread alone runs the job, once") {
+    int calls = 0;
+    pool.run([&] { ++calls; }, 3);
+    CHECK(calls == 1);
+  }
+  SUBCASE("a helper's exception is rethrown to the caller, after the helper returned") {
+    std::atomic<bool> helper_returned{false};
+    std::atomic<int> calls{0};
+    std::jthread helper([&](std::stop_token stop) { pool.serve(stop); });
+    const auto caller = std::this_thread::get_id();
+    const std::function<void()> job = [&] {
+      ++calls;
+      if (std::this_thread::get_id() == caller) {
+        // The caller's call waits for the helper's to start, so the helper takes its place.
+        for (int i = 0; i < 1000 && calls.load() < 2; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
+      }
+      struct Mark {
+        std::atomic<bool>& done;
+        ~Mark() { done = true; }
+      } mark{helper_returned};
+      throw std::runtime_error("helper failed");
+    };
+    CHECK_THROWS_WITH_AS(pool.run(job, 1), "helper failed", std::runtime_error);
+    CHECK(calls.load() == 2);
+    CHECK(helper_returned.load());
+  }
+}
+
+TEST_CASE("fanout: a Worker's idle thread runs the items of a run its other thread advances") {
+  Harness h;
+  const auto wait_for_end = [&](const std::string& id) {
+    for (int i = 0; i < 1000; ++i) {
+      if (auto cp = h.store.latest(id); cp && cp->status == ag::RunStatus::Succeeded) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  SUBCASE("two threads: the items meet, on the two worker threads") {
+    Meeting meeting(2);
+    std::thread::id node_thread;
+    h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+      node_thread = std::this_thread::get_id();
+      ctx.effects("meet", numbered(2), ag::EffectPolicy::idempotent,
+                  [&](const ag::EffectCall&) { return meeting.item(); }, {.concurrency = 2});
+      return ag::Halt{};
+    });
+    h.graph.entry("fan");
+    ag::Worker w(h.store, {.threads = 2, .poll = std::chrono::milliseconds(20)});
+    w.add(h.graph);
+    w.start();
+    h.graph.enqueue("run-1", Doc{}, h.store);
+    REQUIRE(wait_for_end("run-1"));
+    w.stop();
+    w.join();
+    CHECK(meeting.met);
+    std::sort(meeting.threads.begin(), meeting.threads.end());
+    CHECK(std::unique(meeting.threads.begin(), meeting.threads.end()) == meeting.threads.end());
+    CHECK(std::count(meeting.threads.begin(), meeting.threads.end(), node_thread) == 1);
+  }
+  SUBCASE("one thread: no thread is started; the items run one after another on it") {
+    std::vector<std::thread::id> item_threads;
+    std::mutex m;
+    std::thread::id node_thread;
+    h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+      node_thread = std::this_thread::get_id();
+      ctx.effects("work", numbered(6), ag::EffectPolicy::idempotent,
+                  [&](const ag::EffectCall&) {
+                    std::lock_guard lock(m);
+                    item_threads.push_back(std::this_thread::get_id());
+                    return 0;
+                  },
+                  {.concurrency = 4});
+      return ag::Halt{};
+    });
+    h.graph.entry("fan");
+    ag::Worker w(h.store, {.threads = 1, .poll = std::chrono::milliseconds(20)});
+    w.add(h.graph);
+    w.start();
+    h.graph.enqueue("run-1", Doc{}, h.store);
+    REQUIRE(wait_for_end("run-1"));
+    w.stop();
+    w.join();
+    REQUIRE(item_threads.size() == 6);
+    CHECK(std::count(item_threads.begin(), item_threads.end(), node_thread) == 6);
+  }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -75,4 +76,69 @@ TEST_CASE("check_writable: the writers' depth limit is exactly the readers' limi
   std::string container_at_513;  // the member named is the container at depth 513
   for (int i = 0; i <= trellis::max_json_depth; ++i) container_at_513 += "/0";
   CHECK(e.member() == container_at_513);
+}
+
+namespace {
+
+// What nlohmann says: its dump throws for text that is not UTF-8.
+bool dumps(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("valid_utf8: agrees with nlohmann's dump on every text, valid or not") {
+  using trellis::detail::valid_utf8;
+  // The edges: overlong forms, surrogates, past U+10FFFF, cut short, stray continuations.
+  const std::vector<std::string> cases = {"",
+                                          "plain",
+                                          "caf\xc3\xa9",
+                                          "\xe2\x9c\x93",
+                                          "\xf0\x9f\x98\x80",
+                                          "\xf4\x8f\xbf\xbf",
+                                          "\xc0\xaf",
+                                          "\xc1\xbf",
+                                          "\xe0\x80\xaf",
+                                          "\xe0\x9f\xbf",
+                                          "\xed\xa0\x80",
+                                          "\xed\x9f\xbf",
+                                          "\xf0\x8f\xbf\xbf",
+                                          "\xf4\x90\x80\x80",
+                                          "\xf5\x80\x80\x80",
+                                          "\xff",
+                                          "\x80",
+                                          "\xc3",
+                                          "\xe2\x9c",
+                                          "\xf0\x9f\x98",
+                                          "a\xc3\x28",
+                                          std::string("nul\0inside", 10)};
+  for (const std::string& text : cases) {
+    CAPTURE(nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+    CHECK(valid_utf8(text) == dumps(text));
+  }
+  // Every string of up to 3 bytes drawn from bytes at the edges of the ranges.
+  const std::vector<unsigned char> bytes = {0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f,
+                                            0xa0, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xed,
+                                            0xee, 0xef, 0xf0, 0xf4, 0xf5, 0xff};
+  int disagreements = 0;
+  for (unsigned char a : bytes)
+    for (unsigned char b : bytes)
+      for (unsigned char c : bytes) {
+        const std::string text{static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)};
+        if (valid_utf8(text) != dumps(text)) ++disagreements;
+      }
+  CHECK(disagreements == 0);
+}
+
+TEST_CASE("valid_utf8_json: member names and strings at any depth are checked") {
+  using trellis::detail::valid_utf8_json;
+  CHECK(valid_utf8_json({{"a", {1, "b", {{"c", "caf\xc3\xa9"}}}}}));
+  CHECK_FALSE(valid_utf8_json({{"a", {1, "b", {{"c", "\xff"}}}}}));
+  CHECK_FALSE(valid_utf8_json({{"a", {{"\xc0\xaf", 1}}}}));
+  CHECK(valid_utf8_json(nullptr));
 }

@@ -18,13 +18,17 @@
 /// effect of the node would have had), so its idempotency key names the item's index, and a
 /// rerun of the node gives each item the same key.
 ///
-/// Threads: the calling (node's) thread runs items too; `concurrency - 1` more threads are
-/// started for the fan-out and joined before it returns. `fn` is called from several threads at
+/// Threads: the calling (node's) thread runs items too, and `concurrency - 1` more threads may:
+/// those of RunOptions::fanout_pool when the run has one (a Worker's runs have the worker's:
+/// its idle threads; fanout_pool.hpp), else threads started for the fan-out and joined before
+/// it returns. `fn` is called from several threads at
 /// once when concurrency > 1: it must be safe to call so (each call gets its own EffectCall),
 /// and so must the run's Clock (SystemClock and ManualClock are). An item is one effect: `fn`
-/// cannot call ctx.effect or ctx.effects (graph_error). The items' events (effect_started,
-/// effect_completed, ...) are logged, and given to observers, by the node's thread once the
-/// items are done, in the order they happened.
+/// cannot call ctx.effect or ctx.effects (graph_error). Events: an item logs its outcome
+/// (effect_completed, effect_failed, effect_reconciliation_required; effect_replayed for
+/// observers), not effect_started (its started record is written all the same). They are logged,
+/// and given to observers, by the node's thread only, in the order they happened: between the
+/// items that thread runs itself, and the rest once the items are done.
 ///
 /// Failure policy: an item whose call throws (or whose stored receipt is a failure) is a failed
 /// outcome; once the failures exceed `max_failures` (0: stop at the first failure; nullopt: no

@@ -38,6 +38,7 @@ class MemoryStore final : public detail::StoreProtocol {
   void release(const LeaseToken& token);
 
   // The backend (detail/store_protocol.hpp).
+  void check_effect(const EffectRecord& record) override;
   void write_run(std::string_view run_id, detail::WriteKind kind,
                  detail::RunBody<detail::RunWrite> body) override;
   std::optional<Lease> take_lease(std::string_view run_id, std::string_view owner,

@@ -14,6 +14,7 @@
 
 namespace trellis::agent {
 
+class FanoutPool;  // fanout_pool.hpp
 class RunMonitor;  // run_monitor.hpp
 
 /// Per-call settings of run() and resume().
@@ -40,6 +41,9 @@ struct RunOptions {
   /// released, so another worker continues it). A Worker's stop() uses it; unlike `stop`, it
   /// does not cancel the run.
   std::stop_token yield = {};
+  /// The threads that run the items of the run's fan-outs (fanout_pool.hpp; nullptr: each
+  /// fan-out starts its own). A Worker gives its own pool unless one is set here.
+  FanoutPool* fanout_pool = nullptr;
 };
 
 /// How Graph::enqueue starts a run in the background.

@@ -39,6 +39,13 @@
 /// too). A lease lost while a node runs stops the node through its stop_token, and nothing of
 /// the step is committed.
 ///
+/// Fan-out (fanout.hpp): the items of a run's fan-out run on the pool. The thread advancing the
+/// run offers places to the worker's FanoutPool (fanout_pool.hpp), and its idle threads take
+/// them before they claim new runs; no thread is started for a fan-out. Items run in parallel
+/// as far as threads are idle: a worker with one thread, or whose threads are all busy, runs a
+/// fan-out's items one after another on the thread advancing the run. (RunOptions::fanout_pool
+/// in WorkerOptions::run replaces the worker's pool.)
+///
 /// stop() is a graceful shutdown: no new claims; each run call in flight finishes its step,
 /// commits it and gives the run back (RunOptions::yield), runnable for the next worker; it is
 /// never cancelled. A worker killed instead (SIGKILL) loses at most its steps in flight.

@@ -23,6 +23,7 @@
 #include "trellis/agent/effect.hpp"
 #include "trellis/agent/event_kind.hpp"
 #include "trellis/agent/fanout.hpp"
+#include "trellis/agent/fanout_pool.hpp"
 #include "trellis/agent/step.hpp"
 #include "trellis/agent/store.hpp"
 
@@ -76,6 +77,8 @@ class EffectRunner {
     dry_ = true;
     stubs_ = stubs;
   }
+  /// The pool that runs fan-out items (fanout_pool.hpp; nullptr: a fan-out starts threads).
+  void pool(FanoutPool* pool) noexcept { pool_ = pool; }
   /// Keeps a StepEffect per effect of the current attempt (log()); off by default.
   void keep_log() noexcept { keep_log_ = true; }
   const std::vector<StepEffect>& log() const noexcept { return log_; }
@@ -150,6 +153,8 @@ class EffectRunner {
   /// `cache`: the cached effect's (run_cached), else nullptr.
   nlohmann::json execute(EffectRecord rec, const EffectFn& fn, const EffectCache* cache = nullptr);
   void event(EventKind kind, nlohmann::json detail, bool durable);
+  /// Logs the events queued by a fan-out's items, in order (the node's thread only).
+  void log_queued();
   std::string now() const;
   void replayed(const EffectRecord& r);
   /// Keeps `r`'s hash for the receipts of the attempt's checkpoint.
@@ -184,6 +189,7 @@ class EffectRunner {
   std::optional<reconciliation_required> reconciliation_;
   std::exception_ptr broken_;
   bool dry_ = false;
+  FanoutPool* pool_ = nullptr;
   const std::map<std::string, nlohmann::json>* stubs_ = nullptr;
   bool keep_log_ = false;
   std::vector<StepEffect> log_;

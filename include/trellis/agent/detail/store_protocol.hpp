@@ -122,6 +122,11 @@ class StoreProtocol : public Store {
 
   // --- the backend's primitives (each called with a valid run id) ---------------------------
 
+  /// Called by put_effect before its write transaction (outside any lock): a store that keeps
+  /// records as they are (MemoryStore) refuses here what the persistent stores could not hold.
+  /// Default: nothing (an encoding store checks as it encodes).
+  virtual void check_effect(const EffectRecord& record);
+
   /// Runs `body` inside one write transaction over run `run_id`.
   virtual void write_run(std::string_view run_id, WriteKind kind, RunBody<RunWrite> body) = 0;
   /// Takes the run's lease for `owner`; nullopt when another holds it, described in `holder`

@@ -31,6 +31,14 @@ void check_writable(const nlohmann::json& document, const std::string& object);
 void check_writable_member(const nlohmann::json& value, std::string_view key,
                            const std::string& object);
 
+/// True when `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+/// U+10FFFF), the text nlohmann dumps without throwing.
+bool valid_utf8(std::string_view text) noexcept;
+
+/// True when every string and member name in `value` is valid UTF-8 (dump would not throw).
+/// Recursive: call it on a value check_writable accepted (its depth is bounded).
+bool valid_utf8_json(const nlohmann::json& value) noexcept;
+
 /// A refusal: the reason code and the human detail, before the file name is attached.
 struct Refusal {
   recovery_error::reason why;
