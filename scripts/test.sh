@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds trellis with its tests, examples and benchmarks in build/test and runs every test
-# (benchmarks are built, not run). TRELLIS_WARNINGS_AS_ERRORS=ON turns warnings into errors.
+# (benchmarks are built, not run). TRELLIS_WARNINGS_AS_ERRORS=ON turns warnings into errors. The
+# library is compiled as a unity build (TRELLIS_UNITY_BUILD: a from-scratch build, faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,7 @@ step "dependencies"
 step "configure build/test (RelWithDebInfo; tests, examples, benchmarks on; warnings as errors: $werror)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRELLIS_BUILD_TESTS=ON -DTRELLIS_BUILD_EXAMPLES=ON -DTRELLIS_BUILD_BENCH=ON \
-  -DTRELLIS_WARNINGS_AS_ERRORS="$werror" -DTRELLIS_SANITIZE=
+  -DTRELLIS_WARNINGS_AS_ERRORS="$werror" -DTRELLIS_SANITIZE= -DTRELLIS_UNITY_BUILD=ON
 
 step "build"
 cmake --build build/test -j "$jobs"

@@ -127,6 +127,10 @@ void apply_members(nlohmann::json& target, const nlohmann::json& record, const c
 
 void check_member(nlohmann::json& member, std::initializer_list<const char*> path,
                   const std::string& object) {
+  if (path.size() == 1) {  // a top-level member: walked where it is
+    trellis::detail::check_writable_member(member, *path.begin(), object);
+    return;
+  }
   nlohmann::json record = nlohmann::json::object();
   nlohmann::json* slot = &record;
   for (const char* key : path) slot = &(*slot)[key];
@@ -168,6 +172,17 @@ void check_writable(const EffectRecord& r) {
   } catch (const unwritable_value& e) {
     throw unwritable_value(object_of(r), e.member(), e.reason());
   }
+}
+
+std::optional<std::string> decode_cache_entry(const nlohmann::json& record, std::string_view key,
+                                              CacheEntry& out) {
+  try {
+    from_json(record, out);
+  } catch (const store_error& e) {
+    return std::string(e.what());
+  }
+  if (out.key != key) return "it holds the entry of another key ('" + out.key + "')";
+  return std::nullopt;
 }
 
 nlohmann::json effect_json(const EffectRecord& r) {

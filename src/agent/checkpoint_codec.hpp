@@ -16,9 +16,11 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/cache_entry.hpp"
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/effect.hpp"
 
@@ -47,6 +49,11 @@ void check_writable(Checkpoint& c);
 
 /// The same for an effect record's arguments and result (MemoryStore).
 void check_writable(const EffectRecord& r);
+
+/// Decodes the cache entry record a store read under `key` into `out`: nullopt, or why it is
+/// refused (not a cache entry, or the entry of another key) for the store to report as corrupt.
+std::optional<std::string> decode_cache_entry(const nlohmann::json& record, std::string_view key,
+                                              CacheEntry& out);
 
 /// Effect record `r` as JSON, checked: what FileStore and SqliteStore write.
 nlohmann::json effect_json(const EffectRecord& r);

@@ -10,6 +10,8 @@
 #include <system_error>
 #include <thread>
 
+#include <trellis/io/json_text.hpp>
+
 #include "checkpoint_codec.hpp"
 #include "trellis/agent/chain.hpp"
 #include "trellis/agent/errors.hpp"
@@ -39,9 +41,10 @@ template <class Call>
 void outcome_into(EffectRecord& rec, Call&& call, const char* what) {
   try {
     nlohmann::json result = call();
-    (void)result.dump();  // throws for a result that is not UTF-8: no store could hold it
     // NaN, infinities, nesting deeper than the stores read back: refused before the receipt.
     check_member(result, {"result"}, "a result");  // (the message names it: no name needed)
+    // Text that is not UTF-8: no store could hold it (the message is dump's).
+    if (!trellis::detail::valid_utf8_json(result)) (void)result.dump();
     rec.status = EffectStatus::succeeded;
     rec.result = std::move(result);
   } catch (const nlohmann::json::type_error& e) {
@@ -82,7 +85,11 @@ void EffectRunner::replayed(const EffectRecord& r) {
   if (host_.observed()) event(EventKind::effect_replayed, describe(r), false);
 }
 
-void EffectRunner::note(const EffectRecord& r) {
+void EffectRunner::note(const EffectRecord& r, std::string* slot) {
+  if (slot != nullptr) {
+    *slot = r.hash;
+    return;
+  }
   std::lock_guard lock(mu_);
   hashes_.insert_or_assign(r.key, r.hash);
 }
@@ -142,6 +149,7 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   key_prefix_.clear();  // computed by the attempt's first effect
   reconciliation_.reset();
   broken_ = nullptr;
+  over_.store(false);
   log_.clear();
   refused_.reset();
 }
@@ -163,14 +171,18 @@ void EffectRunner::admit(std::string_view name, nlohmann::json& args) {
     throw graph_error("trellis: effect '" + std::string(name) + "' of run '" + run_id_ +
                       "' has arguments that cannot be stored: " + e.member() + " " + e.reason());
   }
+  // Checked here, not by the key (effect_key_after throws the same), so that a fan-out's items
+  // can make their keys on their own threads without failing.
+  if (!trellis::detail::valid_utf8(name) || !trellis::detail::valid_utf8_json(args))
+    throw graph_error("trellis: effect '" + std::string(name) +
+                      "' has an argument (or a name) that is not valid UTF-8");
 }
 
-EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, EffectPolicy policy,
-                                   CompensateFn compensate, bool listed) {
-  const std::uint32_t ordinal = next_ordinal_++;
+EffectRecord EffectRunner::record_for(std::string_view name, nlohmann::json args,
+                                      EffectPolicy policy, std::uint32_t ordinal,
+                                      bool compensable) const {
   EffectRecord rec;
   rec.run_id = run_id_;
-  if (key_prefix_.empty()) key_prefix_ = effect_key_prefix(run_id_, node_, step_);
   rec.key = effect_key_after(key_prefix_, ordinal, name, args);
   rec.name = std::string(name);
   rec.args = std::move(args);
@@ -178,8 +190,17 @@ EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, E
   rec.node = node_;
   rec.step = step_;
   rec.ordinal = ordinal;
-  rec.compensable = static_cast<bool>(compensate) || host_.declared_compensation(name) != nullptr;
-  if (listed) keys_.push_back(rec.key);
+  rec.compensable = compensable;
+  return rec;
+}
+
+EffectRecord EffectRunner::prepare(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                                   CompensateFn compensate) {
+  if (key_prefix_.empty()) key_prefix_ = effect_key_prefix(run_id_, node_, step_);
+  EffectRecord rec =
+      record_for(name, std::move(args), policy, next_ordinal_++,
+                 static_cast<bool>(compensate) || host_.declared_compensation(name) != nullptr);
+  keys_.push_back(rec.key);
   if (compensate) compensations_.insert_or_assign(rec.key, std::move(compensate));
   return rec;
 }
@@ -205,7 +226,7 @@ void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
 nlohmann::json EffectRunner::run(std::string_view name, nlohmann::json args, EffectPolicy policy,
                                  const EffectFn& fn, CompensateFn compensate) {
   admit(name, args);
-  return execute(prepare(name, std::move(args), policy, std::move(compensate), true), fn);
+  return execute(prepare(name, std::move(args), policy, std::move(compensate)), fn);
 }
 
 nlohmann::json EffectRunner::run_cached(std::string_view name, nlohmann::json args,
@@ -217,7 +238,7 @@ nlohmann::json EffectRunner::run_cached(std::string_view name, nlohmann::json ar
                       "idempotent effect may be cached");
   check_cache_key(cache.key);
   admit(name, args);
-  return execute(prepare(name, std::move(args), policy, {}, true), fn, &cache);
+  return execute(prepare(name, std::move(args), policy, {}), fn, &cache);
 }
 
 std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
@@ -226,10 +247,13 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
                                                   const FanoutOptions& options,
                                                   std::stop_token cancel) {
   for (nlohmann::json& a : args) admit(name, a);
-  std::vector<EffectRecord> recs;
-  recs.reserve(args.size());
-  for (nlohmann::json& a : args) recs.push_back(prepare(name, std::move(a), policy, {}, false));
-  const std::size_t n = recs.size();
+  // Ordinals are reserved in input order; each item makes its record (its key) itself.
+  const std::size_t n = args.size();
+  const auto first = next_ordinal_;
+  next_ordinal_ += static_cast<std::uint32_t>(n);
+  if (key_prefix_.empty()) key_prefix_ = effect_key_prefix(run_id_, node_, step_);
+  const bool compensable = host_.declared_compensation(name) != nullptr;
+  std::vector<std::string> keys(n);  // of the items started, by their threads
   std::vector<EffectOutcome> out(n);
   std::vector<char> started(n, 0);
   std::atomic<std::size_t> next{0};
@@ -241,10 +265,8 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
            static_cast<double>(failed) > *options.max_failure_ratio * static_cast<double>(n);
   };
   // Once the attempt cannot commit (a store failure, an effect to reconcile), no item starts.
-  const auto attempt_over = [&] {
-    std::lock_guard lock(mu_);
-    return broken_ != nullptr || reconciliation_.has_value();
-  };
+  const auto attempt_over = [&] { return over_.load(); };
+  std::vector<std::string> hashes(n);  // each item's record's, written by the item's thread
   const std::thread::id node_thread = std::this_thread::get_id();
   const auto work = [&] {
     // The node's thread logs the events queued so far between its items (the host is called
@@ -258,7 +280,10 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
       }
       started[i] = 1;
       try {
-        out[i].result = execute(recs[i], fn);
+        EffectRecord rec = record_for(name, std::move(args[i]), policy,
+                                      first + static_cast<std::uint32_t>(i), compensable);
+        keys[i] = rec.key;
+        out[i].result = execute(std::move(rec), fn, nullptr, &hashes[i]);
       } catch (...) {
         out[i].error = std::current_exception();
         if (exceeded(++failures)) stop.store(true);
@@ -284,7 +309,12 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   log_queued();
   // The checkpoint lists the keys of the items that were started, in input order.
   for (std::size_t i = 0; i < n; ++i)
-    if (started[i]) keys_.push_back(recs[i].key);
+    if (started[i]) keys_.push_back(keys[i]);
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < n; ++i)
+      if (started[i] && !hashes[i].empty()) hashes_.insert_or_assign(keys[i], hashes[i]);
+  }
   // As for a single effect: a broken attempt, an effect to reconcile, or an exception that is
   // not a std::exception (a crash stand-in) ends the node here.
   rethrow_if_broken();
@@ -299,14 +329,14 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   return out;
 }
 
-nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
-                                     const EffectCache* cache) {
+nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn, const EffectCache* cache,
+                                     std::string* hash_slot) {
   if (dry_) return dry_run(std::move(rec));
 
   std::optional<EffectRecord> stored;
   infrastructure([&] { stored = store_.effect(run_id_, rec.key); });
   if (stored) {
-    note(*stored);
+    note(*stored, hash_slot);
     switch (stored->status) {
       case EffectStatus::succeeded:
         replayed(*stored);
@@ -332,6 +362,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
           {
             std::lock_guard lock(mu_);
             if (!reconciliation_) reconciliation_.emplace(why);
+            over_.store(true);
           }
           event(EventKind::effect_reconciliation_required, describe(*stored), true);
           throw why;
@@ -360,7 +391,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
       rec.finished_at = rec.started_at;
       seal(rec, chain_head_);
       infrastructure([&] { store_.put_effect(rec, lease_); });
-      note(rec);
+      note(rec, hash_slot);
       logged(rec, EffectSource::receipt);
       nlohmann::json detail = describe(rec);
       detail["cached_from"] = rec.cached_from;
@@ -392,7 +423,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn,
     store_.put_effect(rec, lease_);
     trellis::failpoint("effect.after_receipt", run_id_);
   });
-  note(rec);
+  note(rec, hash_slot);
   if (cache != nullptr && rec.status == EffectStatus::succeeded) {
     // The receipt is committed: a cache entry that cannot be written is lost, not the step.
     try {

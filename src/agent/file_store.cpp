@@ -1867,12 +1867,7 @@ std::optional<CacheEntry> FileStore::read_cache(std::string_view key) {
   if (!refusal) refusal = trellis::detail::take_and_verify_checksum(j);
   if (refusal) corrupt(path, 1, refusal->detail);
   CacheEntry entry;
-  try {
-    from_json(j, entry);
-  } catch (const store_error& e) {
-    corrupt(path, 1, e.what());
-  }
-  if (entry.key != key) corrupt(path, 1, "it holds the entry of another key ('" + entry.key + "')");
+  if (const auto why = detail::decode_cache_entry(j, key, entry)) corrupt(path, 1, *why);
   return entry;
 }
 

@@ -50,13 +50,17 @@ class MemoryStore::Write final : public detail::RunWrite {
     run_->checkpoints.push_back(std::move(kept));
   }
 
-  void put_effect(const EffectRecord& record) override {
-    EffectRecord kept = record;  // (checked by check_effect, before the lock)
-    auto [at, fresh] = run_->effect_index.try_emplace(record.key, run_->effects.size());
-    if (fresh)
+  void put_effect(const EffectRecord& record) override { take_effect(EffectRecord(record)); }
+
+  // (Checked by check_effect, and copied, before the lock.)
+  void take_effect(EffectRecord&& kept) override {
+    auto [at, fresh] = run_->effect_index.try_emplace(kept.key, run_->effects.size());
+    if (fresh) {
       run_->effects.push_back(std::move(kept));
-    else
+    } else {
+      retired_ = std::move(run_->effects[at->second]);  // freed after the lock (write_run)
       run_->effects[at->second] = std::move(kept);
+    }
   }
 
   std::uint64_t append_cancel_request(const CancelRequest& request) override {
@@ -70,6 +74,7 @@ class MemoryStore::Write final : public detail::RunWrite {
   MemoryStore& store_;
   std::string_view run_id_;
   Run* run_ = nullptr;
+  EffectRecord retired_;  // the record take_effect replaced
 };
 
 void MemoryStore::check_effect(const EffectRecord& record) {
@@ -90,9 +95,10 @@ void MemoryStore::check_effect(const EffectRecord& record) {
 
 void MemoryStore::write_run(std::string_view run_id, detail::WriteKind,
                             detail::RunBody<detail::RunWrite> body) {
-  std::lock_guard lock(m_);
+  std::unique_lock lock(m_);
   Write run(*this, run_id);
   body(run);
+  lock.unlock();  // (then `run` is destroyed, with the record it replaced)
 }
 
 std::optional<Checkpoint> MemoryStore::read_latest(std::string_view run_id) {
@@ -175,9 +181,10 @@ std::vector<EffectRecord> MemoryStore::read_effects(std::string_view run_id) {
 }
 
 void MemoryStore::write_event(std::string_view run_id, const nlohmann::json& event) {
+  nlohmann::json kept = event;  // copied before the lock
   std::lock_guard lock(m_);
   auto it = runs_.find(run_id);
-  if (it != runs_.end()) it->second.events.push_back(event);
+  if (it != runs_.end()) it->second.events.push_back(std::move(kept));
 }
 
 std::vector<nlohmann::json> MemoryStore::read_events(std::string_view run_id) {

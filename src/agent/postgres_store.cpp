@@ -1191,13 +1191,8 @@ std::optional<CacheEntry> PostgresStore::read_cache(std::string_view key) {
   const std::string what = "the cache entry '" + std::string(key) + "'";
   const nlohmann::json record = db.record_of(r.text(0, 0), r.text(0, 1), what);
   CacheEntry entry;
-  try {
-    from_json(record, entry);
-  } catch (const store_error& e) {
-    db.refuse(what + ": " + e.what());
-  }
-  if (entry.key != key)
-    db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  if (const auto why = detail::decode_cache_entry(record, key, entry))
+    db.refuse(what + ": " + *why);
   return entry;
 }
 

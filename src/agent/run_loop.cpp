@@ -112,12 +112,29 @@ class Execution final : public EffectHost {
 
   void emit(EventKind kind, const std::string& node, double ms,
             nlohmann::json detail = nlohmann::json::object()) {
+    if (!spec_.events.observed()) {
+      // As to_json(RunEventRecord) writes it, the detail moved in (a fan-out logs an event per
+      // item: copying each detail showed).
+      nlohmann::json j = nlohmann::json::object();
+      j["kind"] = to_string(kind);
+      j["run_id"] = cp_.run_id;
+      j["step"] = cp_.step;
+      j["node"] = node;
+      j["at"] = now_iso8601(clock_);
+      j["duration_ms"] = ms;
+      j["detail"] = std::move(detail);
+      log(j);
+      return;
+    }
     const RunEventRecord e = record(kind, node, ms, std::move(detail));
+    log(nlohmann::json(e));
+    spec_.events.publish(e);
+  }
+  void log(const nlohmann::json& event) {
     try {
-      store_.append_event(cp_.run_id, nlohmann::json(e));
+      store_.append_event(cp_.run_id, event);
     } catch (const std::exception&) {  // the log is observability: it never fails a run
     }
-    spec_.events.publish(e);
   }
 
   // EffectHost

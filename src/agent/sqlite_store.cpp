@@ -1499,13 +1499,8 @@ std::optional<CacheEntry> SqliteStore::read_cache(std::string_view key) {
   const std::string what = "the cache entry '" + std::string(key) + "'";
   const nlohmann::json record = db.record_of(q.text(0), q.text(1), what);
   CacheEntry entry;
-  try {
-    from_json(record, entry);
-  } catch (const store_error& e) {
-    db.refuse(what + ": " + e.what());
-  }
-  if (entry.key != key)
-    db.refuse(what + ": it holds the entry of another key ('" + entry.key + "')");
+  if (const auto why = detail::decode_cache_entry(record, key, entry))
+    db.refuse(what + ": " + *why);
   return entry;
 }
 

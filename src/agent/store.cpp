@@ -271,20 +271,18 @@ void StoreProtocol::renew(const LeaseToken& lease) {
 
 void StoreProtocol::put_effect(const EffectRecord& given, const LeaseToken& lease) {
   check_run_id(given.run_id);
-  std::optional<EffectRecord> own;
-  if (given.hash.empty()) {
+  EffectRecord record = given;  // (copied here, outside the transaction: take_effect)
+  if (record.hash.empty()) {
     const std::optional<Checkpoint> newest = read_latest(given.run_id);
-    own = given;
-    seal(*own, newest ? newest->hash : std::string());
+    seal(record, newest ? newest->hash : std::string());
   }
-  const EffectRecord& record = own ? *own : given;
   check_effect(record);
   auto body = [&](RunWrite& run) {
     if (!run.newest_seq())
       throw unknown_run("trellis: no run '" + record.run_id + "' in the store (effect '" +
                         record.name + "')");
     hold(run, record.run_id, lease);
-    run.put_effect(record);
+    run.take_effect(std::move(record));
   };
   write_run(record.run_id, WriteKind::put_effect, body);
 }

@@ -295,7 +295,8 @@ void show_progress(Session& s) {
 
 std::string command_hint(const Session& s, const std::string& command) {
   if (const LoadedGraph* g = s.graph_file()) return "trellis --graph " + g->path + " " + command;
-  return "<program> " + command;
+  // The store does not say which program (or graph file) a run belongs to: both are named.
+  return "<program> " + command + " (a graph file's run: trellis --graph FILE " + command + ")";
 }
 
 // --- the commands ---------------------------------------------------------------------------

@@ -109,6 +109,8 @@ class ForwardingStore : public ag::Store {
     return inner_.effect(id, key);
   }
   std::vector<ag::EffectRecord> effects(std::string_view id) override { return inner_.effects(id); }
+  std::optional<ag::CacheEntry> cached(std::string_view key) override { return inner_.cached(key); }
+  void put_cached(const ag::CacheEntry& entry) override { inner_.put_cached(entry); }
 
  private:
   ag::Store& inner_;

@@ -806,6 +806,80 @@ TEST_CASE("effect: a failed cached effect puts nothing in the cache") {
   CHECK(calls == 2);
 }
 
+namespace {
+
+/// A store whose cache is broken: reading an entry fails as a corrupt one does, and so does
+/// writing one (a full disk).
+class BrokenCacheStore final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  int reads = 0;
+  int writes = 0;
+  std::optional<ag::CacheEntry> cached(std::string_view) override {
+    ++reads;
+    throw ag::store_error("trellis: cache entry @cache/x.json is corrupt (line 1)");
+  }
+  void put_cached(const ag::CacheEntry&) override {
+    ++writes;
+    throw ag::store_error("trellis: no space left on the device");
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "effect: a cache that cannot be read is a miss, and one that cannot be written loses "
+    "the entry, not the step") {
+  Harness h;
+  BrokenCacheStore broken(h.store);
+  int calls = 0;
+  h.node("sum", summarize("hello", calls));
+  h.graph.entry("sum");
+  for (const char* id : {"run-1", "run-2"}) {
+    const auto out = h.graph.run(id, Doc{}, broken, h.options());
+    REQUIRE(out.succeeded());
+    CHECK(out.state->text == "summary of hello");
+    // The receipt of the call that ran is kept: a rerun of the step replays it.
+    const auto records = h.store.effects(id);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].status == EffectStatus::succeeded);
+    CHECK(records[0].cached_from.empty());
+  }
+  CHECK(calls == 2);  // each run called it: nothing could come from the cache
+  CHECK(broken.reads == 2);
+  CHECK(broken.writes == 2);
+}
+
+TEST_CASE("effect: a cache hit is not compensable: a failed run does not undo another run's call") {
+  Harness h;
+  int calls = 0;
+  int undone = 0;
+  h.node("sum", [&](Doc& d, ag::RunContext& ctx) -> ag::NextStep {
+    summarize("hello", calls)(d, ctx);
+    return ag::Goto{"check"};
+  });
+  bool fail = false;
+  h.node("check", [&](Doc&, ag::RunContext&) -> ag::NextStep {
+    if (fail) throw std::runtime_error("the check failed");
+    return ag::Halt{};
+  });
+  h.graph.entry("sum");
+  h.graph.compensation("summarize", [&](const ag::EffectCall&, const json&) {
+    ++undone;
+    return json(nullptr);
+  });
+  REQUIRE(h.run("run-1").succeeded());  // called: its receipt is compensable
+  CHECK(h.store.effects("run-1").at(0).compensable);
+  fail = true;
+  const auto second = h.run("run-2");  // answered from the cache, then fails
+  CHECK(second.failed());
+  CHECK(calls == 1);
+  const auto records = h.store.effects("run-2");
+  REQUIRE(records.size() == 1);
+  CHECK_FALSE(records[0].compensable);
+  CHECK(undone == 0);  // run-1's call is not undone by run-2's failure
+}
+
 TEST_CASE("effect: only an idempotent effect may be cached") {
   Harness h;
   int calls = 0;

@@ -185,6 +185,9 @@ case $mode in
     # 0, then 4: a request decided is superseded.
     t approve 0 approve r-gate --request "$req" --as ana --comment "looks fine"
     grep -q "r-gate: request $req approved by ana" "$dir/approve.out" || fail "approve said: $(cat "$dir/approve.out")"
+    # Without --graph the command cannot know whose run it is: it names both ways to go on.
+    grep -qF "<program> resume r-gate (a graph file's run: trellis --graph FILE resume r-gate)" \
+      "$dir/approve.out" || fail "approve's hint: $(cat "$dir/approve.out")"
     [[ $(status_of r-gate) == Queued ]] || fail "an approval did not leave the run Queued"
     t again 4 approve r-gate --request "$req"
     err again "$req"

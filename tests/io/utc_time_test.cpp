@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 
 #include <trellis/io/utc_time.hpp>
 
@@ -31,4 +33,24 @@ TEST_CASE("utc time: text order is time order") {
 TEST_CASE("utc time: the compact form for file names has whole seconds") {
   const system_clock::time_point t{milliseconds(1'700'000'000'999)};
   CHECK(trellis::detail::format_utc_compact(t) == "20231114T221320Z");
+}
+
+TEST_CASE("format_utc: writes what strftime and %03d milliseconds write, from 1900 to 2261") {
+  int mismatches = 0;
+  // Seconds from year 1900 to 2261 (a system_clock time ends in 2262) in uneven steps.
+  for (long long s = -2208988800LL; s < 9200000000LL; s += 777601LL + 3607) {
+    for (const int ms : {0, 7, 999}) {
+      const auto t =
+          system_clock::time_point{} + std::chrono::seconds(s) + std::chrono::milliseconds(ms);
+      const std::time_t secs = static_cast<std::time_t>(s);
+      std::tm parts{};
+      ::gmtime_r(&secs, &parts);
+      char date[32];
+      std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &parts);
+      char expected[48];
+      std::snprintf(expected, sizeof expected, "%s.%03dZ", date, ms);
+      if (trellis::detail::format_utc(t) != expected) ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
 }

@@ -10,8 +10,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "trellis/agent/detail/brief_mutex.hpp"
 #include "trellis/agent/detail/store_protocol.hpp"
 #include "trellis/agent/store.hpp"
 
@@ -22,11 +25,18 @@ class MemoryStore final : public detail::StoreProtocol {
   std::vector<std::string> runs() override;
 
  private:
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const noexcept {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
   struct Run {
     std::vector<Checkpoint> checkpoints;
     std::vector<nlohmann::json> events;
-    std::vector<EffectRecord> effects;                             // in the order first started
-    std::map<std::string, std::size_t, std::less<>> effect_index;  // key -> position
+    std::vector<EffectRecord> effects;  // in the order first started
+    /// key -> position (hashed: a fan-out's items look their keys up under the store's lock)
+    std::unordered_map<std::string, std::size_t, KeyHash, std::equal_to<>> effect_index;
     std::vector<CancelRequest> requests;
     std::string created_at;  // the first checkpoint's (retention may drop it)
   };
@@ -65,7 +75,7 @@ class MemoryStore final : public detail::StoreProtocol {
   void write_cache(const CacheEntry& entry) override;
   std::optional<CacheEntry> read_cache(std::string_view key) override;
 
-  std::mutex m_;
+  detail::BriefMutex m_;
   std::map<std::string, CacheEntry, std::less<>> cache_;   // by key
   std::map<std::string, GraphShape, std::less<>> graphs_;  // by fingerprint
   std::map<std::string, Run, std::less<>> runs_;

@@ -145,20 +145,26 @@ class EffectRunner {
  private:
   /// Checks that nothing ended the attempt and that `args` can be stored (graph_error).
   void admit(std::string_view name, nlohmann::json& args);
-  /// The record of the next effect (its ordinal and key); its key joins keys_ when `listed`.
+  /// The record of the effect of `ordinal` in the current attempt (its key: key_prefix_ set).
+  EffectRecord record_for(std::string_view name, nlohmann::json args, EffectPolicy policy,
+                          std::uint32_t ordinal, bool compensable) const;
+  /// The record of the next effect (its ordinal and key); its key joins keys_.
   EffectRecord prepare(std::string_view name, nlohmann::json args, EffectPolicy policy,
-                       CompensateFn compensate, bool listed);
+                       CompensateFn compensate);
   /// The protocol for `rec` (replay, or started record, call, receipt). Safe to call from
   /// several threads at once (the shared bookkeeping is under mu_).
   /// `cache`: the cached effect's (run_cached), else nullptr.
-  nlohmann::json execute(EffectRecord rec, const EffectFn& fn, const EffectCache* cache = nullptr);
+  /// `hash_slot`: where a fan-out's item keeps its record's hash (see note()).
+  nlohmann::json execute(EffectRecord rec, const EffectFn& fn, const EffectCache* cache = nullptr,
+                         std::string* hash_slot = nullptr);
   void event(EventKind kind, nlohmann::json detail, bool durable);
   /// Logs the events queued by a fan-out's items, in order (the node's thread only).
   void log_queued();
   std::string now() const;
   void replayed(const EffectRecord& r);
-  /// Keeps `r`'s hash for the receipts of the attempt's checkpoint.
-  void note(const EffectRecord& r);
+  /// Keeps `r`'s hash for the receipts of the attempt's checkpoint: in `slot` (a fan-out's
+  /// item's own, no lock) when given.
+  void note(const EffectRecord& r, std::string* slot = nullptr);
   void logged(const EffectRecord& r, EffectSource source);
   nlohmann::json dry_run(EffectRecord rec);
   /// Calls `f` (a store write or a failpoint); an exception marks the attempt broken.
@@ -169,6 +175,7 @@ class EffectRunner {
     } catch (...) {
       std::lock_guard lock(mu_);
       broken_ = std::current_exception();
+      over_.store(true);
       throw;
     }
   }
@@ -202,6 +209,9 @@ class EffectRunner {
   /// While a fan-out's items run: effects cannot nest, and events wait in queued_ so that the
   /// host (its store log and observers) is called from the node's thread only.
   std::atomic<bool> fanning_out_{false};
+  /// Set with broken_ or reconciliation_: the attempt cannot commit (read without mu_ by a
+  /// fan-out's items before each starts).
+  std::atomic<bool> over_{false};
   struct QueuedEvent {
     EventKind kind;
     nlohmann::json detail;

@@ -65,6 +65,10 @@ class RunWrite {
   virtual void append(const Checkpoint& next) = 0;
   /// Inserts the effect record, or replaces the record of its key.
   virtual void put_effect(const EffectRecord& record) = 0;
+  /// put_effect with a record the backend may keep (moved from): StoreProtocol copies it before
+  /// the transaction, so a store that keeps records as they are (MemoryStore) copies nothing
+  /// under its lock. The default calls put_effect.
+  virtual void take_effect(EffectRecord&& record) { put_effect(record); }
   /// Appends `request` to the run's request log with the next id (1 + the newest), returned.
   /// (The default refuses: store_error.)
   virtual std::uint64_t append_cancel_request(const CancelRequest& request);
