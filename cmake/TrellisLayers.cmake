@@ -60,6 +60,11 @@ function(trellis_add_layer name)
     trellis_set_sanitizers(${target})
     if(TRELLIS_UNITY_BUILD)
       set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+      # A source included into a unity file is, to GCC, a header: a class holding a type of its
+      # anonymous namespace is then reported (-Wsubobject-linkage), though each is one file's.
+      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+        target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+      endif()
     endif()
   else()
     add_library(${target} INTERFACE)
