@@ -276,6 +276,17 @@ struct Meeting {
   }
 };
 
+/// The graph of `h`: one node, "fan", whose two items (concurrency 2) meet; it notes its thread.
+void meet_in(Harness& h, Meeting& meeting, std::thread::id& node_thread) {
+  h.node("fan", [&meeting, &node_thread](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    node_thread = std::this_thread::get_id();
+    ctx.effects("meet", numbered(2), ag::EffectPolicy::idempotent,
+                [&meeting](const ag::EffectCall&) { return meeting.item(); }, {.concurrency = 2});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+}
+
 }  // namespace
 
 TEST_CASE("fanout: with a FanoutPool the items run on the node's thread and the pool's helper") {
@@ -289,13 +300,7 @@ TEST_CASE("fanout: with a FanoutPool the items run on the node's thread and the 
   const std::thread::id helper_thread = helper_id.get_future().get();
   Meeting meeting(2);
   std::thread::id node_thread;
-  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
-    node_thread = std::this_thread::get_id();
-    ctx.effects("meet", numbered(2), ag::EffectPolicy::idempotent,
-                [&](const ag::EffectCall&) { return meeting.item(); }, {.concurrency = 2});
-    return ag::Halt{};
-  });
-  h.graph.entry("fan");
+  meet_in(h, meeting, node_thread);
   ag::RunOptions o;
   o.fanout_pool = &pool;
   REQUIRE(h.run("run-1", o).succeeded());
@@ -348,23 +353,22 @@ TEST_CASE("fanout: a Worker's idle thread runs the items of a run its other thre
     }
     return false;
   };
-  SUBCASE("two threads: the items meet, on the two worker threads") {
-    Meeting meeting(2);
-    std::thread::id node_thread;
-    h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
-      node_thread = std::this_thread::get_id();
-      ctx.effects("meet", numbered(2), ag::EffectPolicy::idempotent,
-                  [&](const ag::EffectCall&) { return meeting.item(); }, {.concurrency = 2});
-      return ag::Halt{};
-    });
-    h.graph.entry("fan");
-    ag::Worker w(h.store, {.threads = 2, .poll = std::chrono::milliseconds(20)});
+  // Runs "run-1" on a worker with `threads` threads until it ends (false: not within 10 s).
+  const auto run_on_worker = [&](std::size_t threads) {
+    ag::Worker w(h.store, {.threads = threads, .poll = std::chrono::milliseconds(20)});
     w.add(h.graph);
     w.start();
     h.graph.enqueue("run-1", Doc{}, h.store);
-    REQUIRE(wait_for_end("run-1"));
+    const bool ended = wait_for_end("run-1");
     w.stop();
     w.join();
+    return ended;
+  };
+  SUBCASE("two threads: the items meet, on the two worker threads") {
+    Meeting meeting(2);
+    std::thread::id node_thread;
+    meet_in(h, meeting, node_thread);
+    REQUIRE(run_on_worker(2));
     CHECK(meeting.met);
     std::sort(meeting.threads.begin(), meeting.threads.end());
     CHECK(std::unique(meeting.threads.begin(), meeting.threads.end()) == meeting.threads.end());
@@ -386,13 +390,7 @@ TEST_CASE("fanout: a Worker's idle thread runs the items of a run its other thre
       return ag::Halt{};
     });
     h.graph.entry("fan");
-    ag::Worker w(h.store, {.threads = 1, .poll = std::chrono::milliseconds(20)});
-    w.add(h.graph);
-    w.start();
-    h.graph.enqueue("run-1", Doc{}, h.store);
-    REQUIRE(wait_for_end("run-1"));
-    w.stop();
-    w.join();
+    REQUIRE(run_on_worker(1));
     REQUIRE(item_threads.size() == 6);
     CHECK(std::count(item_threads.begin(), item_threads.end(), node_thread) == 6);
   }
