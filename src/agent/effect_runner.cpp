@@ -150,6 +150,8 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   reconciliation_.reset();
   broken_ = nullptr;
   over_.store(false);
+  fanning_out_.store(false);
+  queued_.clear();
   log_.clear();
   refused_.reset();
 }
@@ -211,7 +213,12 @@ void EffectRunner::log_queued() {
     std::lock_guard lock(mu_);
     events.swap(queued_);
   }
-  for (QueuedEvent& e : events) host_.effect_event(e.kind, std::move(e.detail), e.durable);
+  for (QueuedEvent& e : events) {
+    try {
+      host_.effect_event(e.kind, std::move(e.detail), e.durable);
+    } catch (...) {  // the events are observability: they never stop the items
+    }
+  }
 }
 
 void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
@@ -249,6 +256,7 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   for (nlohmann::json& a : args) admit(name, a);
   // Ordinals are reserved in input order; each item makes its record (its key) itself.
   const std::size_t n = args.size();
+  if (n == 0) return {};
   const auto first = next_ordinal_;
   next_ordinal_ += static_cast<std::uint32_t>(n);
   if (key_prefix_.empty()) key_prefix_ = effect_key_prefix(run_id_, node_, step_);
@@ -278,11 +286,11 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
         out[i].skipped = true;
         continue;
       }
-      started[i] = 1;
       try {
         EffectRecord rec = record_for(name, std::move(args[i]), policy,
                                       first + static_cast<std::uint32_t>(i), compensable);
         keys[i] = rec.key;
+        started[i] = 1;
         out[i].result = execute(std::move(rec), fn, nullptr, &hashes[i]);
       } catch (...) {
         out[i].error = std::current_exception();
@@ -294,6 +302,10 @@ std::vector<EffectOutcome> EffectRunner::run_many(std::string_view name,
   const std::size_t threads =
       dry_ ? 1 : std::min<std::size_t>(n, std::max(1U, options.concurrency));
   fanning_out_.store(true);
+  struct EndFanout {  // whatever throws (a thread that cannot start, the host's logging)
+    std::atomic<bool>& flag;
+    ~EndFanout() { flag.store(false); }
+  } end_fanout{fanning_out_};
   if (pool_ != nullptr) {
     pool_->run(work, threads - 1);  // (work() catches what its items throw)
   } else {

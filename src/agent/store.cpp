@@ -284,7 +284,7 @@ void StoreProtocol::put_effect(const EffectRecord& given, const LeaseToken& leas
     hold(run, record.run_id, lease);
     run.take_effect(std::move(record));
   };
-  write_run(record.run_id, WriteKind::put_effect, body);
+  write_run(given.run_id, WriteKind::put_effect, body);  // (record moves into the backend)
 }
 
 std::optional<EffectRecord> StoreProtocol::effect(std::string_view run_id, std::string_view key) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string_view>
+#include <thread>
 
 #include <trellis/io/checksum.hpp>
 
@@ -242,11 +243,18 @@ void wake_parents(Store& store, const std::string& child, const std::string& req
              cp->interrupt->reason.starts_with(asked);
     };
     if (!waits(store.latest(parent))) continue;
+    // A process that holds the parent (a resume of it, a worker) is in its node, looking at
+    // this child: if it read the child before the decision it is about to commit its pause
+    // again. So the parent is asked for again a while (its step is short: it only looks at the
+    // child) and woken once it is paused; after 5 s it is left to its process.
     std::optional<Lease> lease;
-    try {
-      lease.emplace(store.lease(parent, "a decision on its child run " + child));
-    } catch (const run_busy&) {
-      return;  // a process advances it: its node sees the child's decision
+    for (int tries = 0; !lease; ++tries) {
+      try {
+        lease.emplace(store.lease(parent, "a decision on its child run " + child));
+      } catch (const run_busy&) {
+        if (tries == 50) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
     std::optional<Checkpoint> cp = store.latest(parent);
     if (!waits(cp)) return;

@@ -3,6 +3,7 @@
 
 #include "trellis/flow/file_graph.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -334,13 +335,20 @@ class FileNode final : public ag::Node<FlowState> {
     struct Shared {
       std::filesystem::path dir;
       std::map<std::string, std::string> env;
-      std::once_flag made;
+      std::mutex m;
+      std::atomic<bool> made{false};  // (not call_once: a throwing call must let the next try)
     };
     auto shared = std::make_shared<Shared>();
     shared->dir = g_.work_dir(ctx.run_id());
     shared->env = g_.environment();
     return [shared, &action, stop = ctx.stop_token()](const ag::EffectCall& effect) -> json {
-      std::call_once(shared->made, [&] { std::filesystem::create_directories(shared->dir); });
+      if (!shared->made.load()) {
+        std::lock_guard lock(shared->m);
+        if (!shared->made.load()) {
+          std::filesystem::create_directories(shared->dir);
+          shared->made.store(true);
+        }
+      }
       const ActionCall c{effect, effect.args, shared->dir, shared->env, stop};
       return action.fn(c);
     };

@@ -50,7 +50,8 @@ enum class EventKind {
   /// {"request": its id, "by", "reason"} for a cancel request.
   cancelled,
   /// An effect's started record was committed, right before its call. node: the step's node.
-  /// detail: {"effect": name, "key", "policy", "issue": calls made under the key}.
+  /// detail: {"effect": name, "key", "policy", "issue": calls made under the key}. Not logged
+  /// for a fan-out's items (fanout.hpp), which log their outcome only.
   effect_started,
   /// An effect's receipt with its result was committed. detail: as effect_started.
   effect_completed,

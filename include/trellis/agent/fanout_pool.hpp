@@ -16,8 +16,9 @@
 /// (the node's) thread too; a helper takes a place when it is free, and takes items one after
 /// another until none is left. The items run in parallel up to c, as far as the pool's threads
 /// are free: a pool whose threads are all busy (a Worker's threads advancing other runs) leaves
-/// the node's thread to run the items alone. Places not taken when the items are done are
-/// withdrawn; the fan-out returns once every helper that took one has finished its item.
+/// the node's thread to run the items alone. Places not taken once every item has been taken
+/// (the node's thread finds none left) are withdrawn; the fan-out returns once every helper that
+/// took one has finished its items.
 /// Without a pool, a fan-out starts its c - 1 threads and joins them.
 ///
 /// Thread-safe. A pool must outlive the run calls and helpers that use it.

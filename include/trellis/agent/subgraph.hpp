@@ -145,8 +145,9 @@ ChildStep advance_child(RunContext& ctx, ChildGraph& child);
 /// After a decision was recorded on request `request` of run `child`: the run whose pause
 /// surfaces that request (its parent: a prefix of the child's id, paused on it) is made Queued
 /// without a decision, so a resume or a worker runs its node again, which continues the child;
-/// and so on up (a grandparent surfacing the parent's pause). A parent busy or not paused on it
-/// is left as it is.
+/// and so on up (a grandparent surfacing the parent's pause). A parent not paused on it is left
+/// as it is; one a process holds is asked for again every 100 ms for up to 5 s (its node may be
+/// committing the pause it read before the decision), then left to that process.
 void wake_parents(Store& store, const std::string& child, const std::string& request, Clock& clock);
 
 }  // namespace detail

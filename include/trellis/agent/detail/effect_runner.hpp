@@ -203,8 +203,9 @@ class EffectRunner {
   std::optional<effect_refused> refused_;
   std::map<std::string, CompensateFn, std::less<>> compensations_;  // key -> this call's
   /// Guards what the items of a fan-out share: replayed_, hashes_, log_, reconciliation_,
-  /// broken_ and queued_ (keys_ is written by the node's thread after the items; prepare() runs
-  /// before).
+  /// broken_ and queued_ (keys_ and next_ordinal_ are the node's thread's: the items' ordinals are
+  /// reserved before they start, their keys listed after; each item makes its own record with
+  /// record_for, which only reads).
   mutable std::mutex mu_;
   /// While a fan-out's items run: effects cannot nest, and events wait in queued_ so that the
   /// host (its store log and observers) is called from the node's thread only.
