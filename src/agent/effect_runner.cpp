@@ -149,6 +149,7 @@ void EffectRunner::begin(std::string node, std::uint64_t step) {
   key_prefix_.clear();  // computed by the attempt's first effect
   reconciliation_.reset();
   broken_ = nullptr;
+  fresh_ = false;
   over_.store(false);
   fanning_out_.store(false);
   queued_.clear();
@@ -346,7 +347,7 @@ nlohmann::json EffectRunner::execute(EffectRecord rec, const EffectFn& fn, const
   if (dry_) return dry_run(std::move(rec));
 
   std::optional<EffectRecord> stored;
-  infrastructure([&] { stored = store_.effect(run_id_, rec.key); });
+  if (!fresh_) infrastructure([&] { stored = store_.effect(run_id_, rec.key); });
   if (stored) {
     note(*stored, hash_slot);
     switch (stored->status) {

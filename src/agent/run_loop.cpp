@@ -110,6 +110,9 @@ class Execution final : public EffectHost {
     return outcome(report);
   }
 
+  /// This call created the run: its first step is fresh too (see fresh_from_).
+  void created_here() noexcept { fresh_from_ = 0; }
+
   void emit(EventKind kind, const std::string& node, double ms,
             nlohmann::json detail = nlohmann::json::object()) {
     if (!spec_.events.observed()) {
@@ -242,6 +245,9 @@ class Execution final : public EffectHost {
       const bool rerun = !cp_.resume_node.empty() && cp_.resume_node == name && cp_.step > 0;
       const std::uint64_t effect_step = rerun ? cp_.rerun_step.value_or(cp_.step - 1) : cp_.step;
       effects_.begin(name, effect_step);
+      // A step this call reached itself, at its first attempt, has no records to replay: no
+      // other process can have run it (this call held the lease since it committed the step).
+      if (!rerun && cp_.attempt == 0 && cp_.step >= fresh_from_) effects_.fresh();
       // The stored decision holds for every attempt of this step (a retry keeps it, and so
       // does a rerun after a crash), not later ones: the step's commit clears it.
       RunContext ctx(
@@ -505,6 +511,9 @@ class Execution final : public EffectHost {
   Subscription status_sub_;
   std::mt19937_64 engine_;
   EffectRunner effects_;
+  /// The first step this call reaches itself: the one after the step it started from (the run's
+  /// first, when this call created the run: start_run).
+  std::uint64_t fresh_from_ = cp_.step + 1;
   CancelWatcher::Watch cancel_watch_;  // last: ends first, before what it points at
 };
 
@@ -664,6 +673,7 @@ RunResult start_run(const GraphSpec& spec, StateInterface& typed, const std::str
   store.put_graph(spec.shape());  // for programs that draw the run without the graph
   store.create(first);
   Execution ex(spec, typed, store, options, keeper, std::move(first), std::move(initial));
+  ex.created_here();
   ex.emit(EventKind::graph_started, {}, 0.0);
   return ex.start(nullptr);
 }

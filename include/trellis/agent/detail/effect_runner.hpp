@@ -90,6 +90,10 @@ class EffectRunner {
   /// rerun of a node that interrupted passes the step it interrupted at, so the effects it
   /// made before pausing replay instead of running again under new keys.)
   void begin(std::string node, std::uint64_t step);
+  /// Says that no record of the current attempt can exist yet (its step was first reached by
+  /// this run call's own commit, at its first attempt, not a rerun keyed by an older step):
+  /// effects then start without looking for a receipt first. begin() resets it.
+  void fresh() noexcept { fresh_ = true; }
 
   /// One effect (effect.hpp): replays its receipt, or commits started, calls, commits the
   /// receipt. Throws effect_failed, transient_error or reconciliation_required as described.
@@ -196,6 +200,7 @@ class EffectRunner {
   std::optional<reconciliation_required> reconciliation_;
   std::exception_ptr broken_;
   bool dry_ = false;
+  bool fresh_ = false;
   FanoutPool* pool_ = nullptr;
   const std::map<std::string, nlohmann::json>* stubs_ = nullptr;
   bool keep_log_ = false;
