@@ -223,7 +223,7 @@ void EffectRunner::log_queued() {
 }
 
 void EffectRunner::event(EventKind kind, nlohmann::json detail, bool durable) {
-  if (fanning_out_.load()) {  // logged by the node's thread after the fan-out (run_many)
+  if (fanning_out_.load()) {  // logged by the node's thread, between its items (run_many)
     std::lock_guard lock(mu_);
     queued_.push_back(QueuedEvent{kind, std::move(detail), durable});
     return;

@@ -894,3 +894,23 @@ TEST_CASE("effect: only an idempotent effect may be cached") {
   CHECK(calls == 0);
   CHECK(h.store.effects("run-1").empty());
 }
+
+TEST_CASE("effect: MemoryStore refuses a record whose text is not UTF-8, naming it, keeping none") {
+  // What the persistent stores cannot write, MemoryStore refuses alike (before its lock).
+  Harness h;
+  h.node("a", [](Doc&, ag::RunContext&) -> ag::NextStep { return ag::Halt{}; });
+  h.graph.entry("a");
+  REQUIRE(h.run("run-1").succeeded());
+  ag::EffectRecord r;
+  r.run_id = "run-1";
+  r.key = std::string(64, 'a');
+  r.name = "notify";
+  r.node = "a";
+  SUBCASE("a name") { r.name = "no\xff"; }
+  SUBCASE("an error") { r.error = "bad \xc0\xaf"; }
+  SUBCASE("arguments") { r.args = {{"to", "\xed\xa0\x80"}}; }
+  SUBCASE("a result") { r.result = {{"\xff", 1}}; }
+  CHECK_THROWS_WITH_AS(h.store.put_effect(r), doctest::Contains("is not valid UTF-8"),
+                       ag::store_error);
+  CHECK(h.store.effects("run-1").empty());
+}
