@@ -395,3 +395,27 @@ TEST_CASE("fanout: a Worker's idle thread runs the items of a run its other thre
     CHECK(std::count(item_threads.begin(), item_threads.end(), node_thread) == 6);
   }
 }
+
+TEST_CASE("fanout: each item logs one event, its outcome; none logs effect_started") {
+  Harness h;
+  h.node("fan", [&](Doc&, ag::RunContext& ctx) -> ag::NextStep {
+    ctx.effects("work", numbered(5), ag::EffectPolicy::idempotent,
+                [](const ag::EffectCall& c) -> json {
+                  if (c.args.at("i") == 3) throw std::runtime_error("item 3 failed");
+                  return 0;
+                },
+                {.concurrency = 2, .max_failures = std::nullopt});
+    return ag::Halt{};
+  });
+  h.graph.entry("fan");
+  REQUIRE(h.run().succeeded());
+  std::map<std::string, int> kinds;
+  for (const json& e : h.store.events("run-1")) ++kinds[e.at("kind").get<std::string>()];
+  CHECK(kinds["effect_completed"] == 4);
+  CHECK(kinds["effect_failed"] == 1);
+  CHECK(kinds.count("effect_started") == 0);
+  // Each item has its record, a final receipt (its started record was replaced by it).
+  const auto records = h.store.effects("run-1");
+  REQUIRE(records.size() == 5);
+  for (const auto& r : records) CHECK(r.final());
+}
