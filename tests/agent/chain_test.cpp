@@ -11,9 +11,10 @@
 // PostgresStore's cases need a server: ctest runs them (the names that end in
 // "<PostgresStore>") inside tests/support/with_postgres.sh (store_tests.cmake).
 #define TRELLIS_ALL_STORES MemoryStore, FileStore, SqliteStore, PostgresStore
-TYPE_TO_STRING(MemoryStore);
-TYPE_TO_STRING(FileStore);
-TYPE_TO_STRING(SqliteStore);
+
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace chain_test {
 
 namespace {
 
@@ -383,3 +384,5 @@ TEST_CASE("chain: a checkpoint deleted from the middle of a run is named as miss
                       "1 to 3") != std::string::npos);
   CHECK(newest > 3);
 }
+
+}  // namespace chain_test

@@ -4,6 +4,10 @@
 
 #include "store_test_support.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace postgres_store_test {
+
 namespace {
 
 namespace ag = trellis::agent;
@@ -330,3 +334,5 @@ TEST_CASE("postgres store: wait_for_work returns when its stop token is stopped"
   CHECK_FALSE(told.load());
   CHECK(std::chrono::steady_clock::now() - start < 50s);
 }
+
+}  // namespace postgres_store_test

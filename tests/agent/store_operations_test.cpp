@@ -14,9 +14,6 @@
 // (store_tests.cmake).
 #define TRELLIS_ALL_STORES MemoryStore, FileStore, SqliteStore, PostgresStore
 #define TRELLIS_SHARED_STORES FileStore, SqliteStore, PostgresStore
-TYPE_TO_STRING(MemoryStore);
-TYPE_TO_STRING(FileStore);
-TYPE_TO_STRING(SqliteStore);
 
 namespace {
 

@@ -219,6 +219,11 @@ struct Publish final : trellis::agent::Node<Note> {
 
 }  // namespace
 
+// The stores' names in doctest's messages (TEST_CASE_TEMPLATE over them).
+TYPE_TO_STRING(MemoryStore);
+TYPE_TO_STRING(FileStore);
+TYPE_TO_STRING(SqliteStore);
+
 #ifdef TRELLIS_TEST_POSTGRES  // the executables whose suites run over PostgresStore too
 #include "postgres_test_support.hpp"
 #endif

@@ -13,6 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace interpolation_test {
+
 namespace fl = trellis::flow;
 using json = nlohmann::json;
 
@@ -345,3 +349,5 @@ TEST_CASE("value template: rendering a missing path is an expression_error") {
   const auto v = fl::ValueTemplate::parse(json::parse(R"({"a": ["${state.nothing}"]})"), where);
   CHECK_THROWS_AS(v.render(scope()), fl::expression_error);
 }
+
+}  // namespace interpolation_test

@@ -19,15 +19,10 @@
 #include "trellis/flow/errors.hpp"
 #include "trellis/flow/graph_file.hpp"
 
+#include "source_pos_print.hpp"
+
 namespace fl = trellis::flow;
 using nlohmann::json;
-
-namespace trellis::flow {
-/// For doctest's messages (the same definition in each test file of the suite).
-inline std::ostream& operator<<(std::ostream& out, const SourcePos& at) {
-  return out << to_string(at);
-}
-}  // namespace trellis::flow
 
 namespace {
 

@@ -21,6 +21,10 @@
 #include "trellis/flow/file_graph.hpp"
 #include "trellis/persist/errors.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace subgraph_test {
+
 namespace ag = trellis::agent;
 namespace fl = trellis::flow;
 using nlohmann::json;
@@ -222,3 +226,5 @@ TEST_CASE("file subgraph: a crash inside the child resumes the same child") {
   CHECK(a.calls["test.echo"] == 1);  // the child's step replayed, not called again
   CHECK(store.runs().size() == 2);
 }
+
+}  // namespace subgraph_test

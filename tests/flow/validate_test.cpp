@@ -22,15 +22,14 @@
 #include "trellis/flow/graph_file.hpp"
 #include "trellis/flow/validate.hpp"
 
+#include "source_pos_print.hpp"
+
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace validate_test {
+
 namespace fl = trellis::flow;
 using nlohmann::json;
-
-namespace trellis::flow {
-/// For doctest's messages (the same definition in each test file of the suite).
-inline std::ostream& operator<<(std::ostream& out, const SourcePos& at) {
-  return out << to_string(at);
-}
-}  // namespace trellis::flow
 
 namespace {
 
@@ -438,3 +437,5 @@ TEST_CASE("flow errors: docs/errors.md lists each flow code, and each class repo
                                        "flow.capability_denied", "flow.action"});
   CHECK(listed == coded);
 }
+
+}  // namespace validate_test

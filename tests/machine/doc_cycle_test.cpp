@@ -25,10 +25,12 @@
     "TRELLIS_MACHINE_GOLDEN_DIR must name tests/machine/golden (tests/machine/tests.cmake sets it)"
 #endif
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace doc_cycle_test {
+
 namespace tt = trellis::testing;
 using namespace doc_cycle;
-
-namespace doc_cycle_test {
 
 // The event types as an enumeration, so that a phase matrix (phases x event types) can be
 // tabulated, printed and checked with trellis::testing. Listed in the variant's order.
@@ -45,10 +47,6 @@ enum class Kind {
 };
 TRELLIS_ENUM(Kind, StartPreflight, ResponseCaptured, WriteApplied, Committed, Abandoned,
              RecoverablePreflightTimeout, RecordPendingWrite, AdvanceQueueHead, RecordCaptureHash);
-
-}  // namespace doc_cycle_test
-
-using doc_cycle_test::Kind;
 
 namespace {
 
@@ -249,3 +247,5 @@ TEST_CASE("doc cycle: WriteApplied takes the write off the pending list and coun
   CHECK(next->pending_writes == std::vector<std::string>{"w2"});
   CHECK(next->write_count == c.write_count + 1);
 }
+
+}  // namespace doc_cycle_test

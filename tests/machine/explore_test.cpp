@@ -13,6 +13,10 @@
 
 #include "vending_machine.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace explore_test {
+
 namespace tt = trellis::testing;
 
 // A combination lock: the code is 4, 7, 2. Opening it breaks the invariant "stays locked", and
@@ -478,3 +482,5 @@ TEST_CASE("explore: a generator that answers differently for the same state is r
   options.invariant("stays at 0", [](const int& n) { return n == 0; });
   CHECK_THROWS_AS(tt::explore(count_up, 0, samples, options), trellis::invalid_option);
 }
+
+}  // namespace explore_test

@@ -17,6 +17,10 @@
     "TRELLIS_MACHINE_GOLDEN_DIR must name tests/machine/golden (tests/machine/tests.cmake sets it)"
 #endif
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace phase_matrix_test {
+
 namespace tt = trellis::testing;
 using vending::Cancel;
 using vending::Coin;
@@ -143,3 +147,5 @@ TEST_CASE("vending: its phase matrix matches the hand-written golden file") {
   const auto m = tt::table_matrix(vending::table());
   CHECK(tt::check_golden(golden_dir / "vending.md", tt::to_markdown(m)));
 }
+
+}  // namespace phase_matrix_test

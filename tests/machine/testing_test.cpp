@@ -20,6 +20,10 @@
     "TRELLIS_MACHINE_GOLDEN_DIR must name tests/machine/golden (tests/machine/tests.cmake sets it)"
 #endif
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace testing_test {
+
 namespace tt = trellis::testing;
 using light::Light;
 using light::Tick;
@@ -296,3 +300,5 @@ TEST_CASE("deterministic: a function with hidden state is reported") {
         std::vector<std::string>{
             "Red --Advance--> Green the first time, then rejected: not deterministic"});
 }
+
+}  // namespace testing_test

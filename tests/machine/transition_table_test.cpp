@@ -12,6 +12,10 @@
 
 #include "traffic_light.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace transition_table_test {
+
 using light::Light;
 using light::Tick;
 using Table = trellis::TransitionTable<Light, Tick>;
@@ -158,3 +162,5 @@ TEST_CASE("transition table: events may be any type with ==") {
   CHECK(t(Light::Yellow, "stop") == Light::Red);
   CHECK_FALSE(t(Light::Red, "wait").has_value());
 }
+
+}  // namespace transition_table_test

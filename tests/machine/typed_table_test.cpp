@@ -15,6 +15,10 @@
 
 #include "vending_machine.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace typed_table_test {
+
 using vending::Cancel;
 using vending::Coin;
 using vending::Dispensed;
@@ -316,3 +320,5 @@ TEST_CASE("typed table: enum events stay keyed by value, and a table chains on a
   CHECK(t(Door::Closed, Door::Open) == Door::Open);
   CHECK_FALSE(t(Door::Closed, Door::Closed).has_value());
 }
+
+}  // namespace typed_table_test

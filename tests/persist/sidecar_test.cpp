@@ -22,6 +22,10 @@
 
 #include "persist_test_support.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace sidecar_test {
+
 using nlohmann::json;
 using persist_test::read_bytes;
 using persist_test::ScratchDir;
@@ -585,3 +589,5 @@ TEST_CASE("sidecar: iso8601_utc prints UTC with milliseconds") {
   CHECK(trellis::iso8601_utc(system_clock::time_point{seconds(1714564800) + milliseconds(7)}) ==
         "2024-05-01T12:00:00.007Z");
 }
+
+}  // namespace sidecar_test

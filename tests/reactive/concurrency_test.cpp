@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace concurrency_test {
+
 using namespace std::chrono_literals;
 using trellis_test::Counter;
 using trellis_test::Deadline;
@@ -323,3 +327,5 @@ TEST_CASE_TEMPLATE("thread-safe: callbacks that read and write the same context 
     CHECK(last_total.get() == expected);
   }
 }
+
+}  // namespace concurrency_test

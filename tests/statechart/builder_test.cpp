@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace builder_test {
+
 using namespace trellis;
 using chart_test::Lines;
 using chart_test::Log;
@@ -187,3 +191,5 @@ TEST_CASE("chart builder: the builder may build again after build()") {
   CHECK(first.definition().states.size() == second.definition().states.size());
   CHECK(&first.definition() != &second.definition());
 }
+
+}  // namespace builder_test

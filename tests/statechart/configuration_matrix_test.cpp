@@ -11,6 +11,10 @@
 #include "trellis/statechart/testing.hpp"
 #include "trellis/testing/golden.hpp"
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace configuration_matrix_test {
+
 namespace tt = trellis::testing;
 using Cell = std::vector<std::string>;
 
@@ -71,3 +75,5 @@ TEST_CASE("configuration matrix: prints as Markdown") {
   out << m;
   CHECK(out.str() == "\n" + tt::to_markdown(m));
 }
+
+}  // namespace configuration_matrix_test

@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace execution_test {
+
 using namespace trellis;
 using namespace std::chrono_literals;
 using chart_test::Lines;
@@ -413,3 +417,5 @@ TEST_CASE("chart execution: an action may take any signature the builder lists")
   rig.chart.send("go");
   CHECK(rig.news() == Lines{"go", "2", "3", "4", "raised"});
 }
+
+}  // namespace execution_test

@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace runner_test {
+
 using namespace trellis;
 using chart_test::Lines;
 using chart_test::Log;
@@ -279,3 +283,5 @@ TEST_CASE_TEMPLATE("chart runner: a livelock in an observer's send is thrown the
   CHECK(inner_threw);
   CHECK_THROWS_AS((void)chart.send("loop"), chart_livelock);
 }
+
+}  // namespace runner_test

@@ -11,6 +11,10 @@
 #include <memory>
 #include <string>
 
+// This file's names, apart from the other files of its suite (a unity build compiles
+// them together).
+namespace semantics_test {
+
 using namespace trellis;
 using chart_test::Lines;
 using chart_test::Log;
@@ -740,3 +744,5 @@ TEST_CASE("chart semantics: a done chart rejects every later event") {
   CHECK(rig.chart.send("anything") == SendResult::Rejected);
   CHECK(rig.chart.snapshot().step() == step);
 }
+
+}  // namespace semantics_test

@@ -197,7 +197,7 @@ class Samples {
           "trellis::testing::Samples::generate: gen(const S&) must return a range of "
           "events (values convertible to E), e.g. a std::vector<E>");
       g = [f = std::move(gen)](const S& s, Out& out) {
-        for (auto&& e : f(s)) out.push_back(E(std::forward<decltype(e)>(e)));
+        for (auto&& e : f(s)) out.emplace_back(std::forward<decltype(e)>(e));
       };
     } else {
       static_assert(sizeof(Gen) == 0,
