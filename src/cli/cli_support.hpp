@@ -17,12 +17,10 @@
 #include "trellis/agent/checkpoint.hpp"
 #include "trellis/agent/run_summary.hpp"
 #include "trellis/agent/store.hpp"
+#include "trellis/cli/documents.hpp"
 #include "trellis/cli/graph_runner.hpp"
 
 namespace trellis::agent::cli::detail {
-
-/// The version of the JSON documents `-o json` prints (docs/cli.md, docs/cli.schema.json).
-inline constexpr int schema_version = 1;
 
 /// Bad usage found after parsing (a malformed JSON value, time or filter): exit code 2.
 struct usage_failure : std::runtime_error {
@@ -68,8 +66,6 @@ class Session {
   std::string default_spec_;
 };
 
-/// {"trellis_cli": 1, "kind": kind}: the start of every document printed.
-nlohmann::json document(std::string_view kind);
 /// Prints `doc` as one line of JSON.
 void print_json(const nlohmann::json& doc);
 
@@ -116,13 +112,7 @@ RunFilter make_filter(const std::string& status, const std::string& since, const
 
 // --- the documents' parts -------------------------------------------------------------------
 
-nlohmann::json summary_json(const RunSummary& s);
-/// Appends summary_json(s).dump() to `out`, without building the JSON tree (runs ls -o json).
-void append_summary_json(std::string& out, const RunSummary& s);
-/// The pending request of a WaitingApproval checkpoint (null otherwise).
-nlohmann::json request_json(const Checkpoint& cp);
-nlohmann::json interrupt_json(const Interrupt& i, const std::string& id, const std::string& node);
-nlohmann::json checkpoint_json(const Checkpoint& cp);
+// summary_json, checkpoint_json, request_json, ...: the public documents.hpp.
 nlohmann::json report_json(const RunReport& r);
 /// The one-line human form of a JSON value (compact, truncated to `width` characters).
 std::string brief(const nlohmann::json& v, std::size_t width = 60);

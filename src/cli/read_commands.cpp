@@ -44,15 +44,7 @@ int runs_ls(Session& s, const FilterArgs& f) {
   const RunFilter filter = make_filter(f.status, f.since, f.node);
   const std::vector<RunSummary> runs = s.store(Access::read).list_runs(filter);
   if (s.json()) {
-    // Written a run at a time (100,000 runs in one nlohmann tree cost more than listing them),
-    // the same bytes print_json(document("runs") + summaries) would print.
-    std::string out = R"({"kind":"runs","runs":[)";
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (i > 0) out += ',';
-      append_summary_json(out, runs[i]);
-    }
-    out += "],\"trellis_cli\":" + std::to_string(schema_version) + "}\n";
-    std::cout << out;
+    std::cout << runs_document_text(runs) << '\n';
     return 0;
   }
   Table t({"RUN", "STATUS", "NODE", "STEPS", "AGE", "IDLE", "REQUEST", "DUE", "PRIORITY"});
@@ -72,21 +64,7 @@ int runs_show(Session& s, const std::string& run) {
   const RunSummary sum = summarize(cp, first ? first->created_at : cp.created_at);
   const std::vector<CancelRequest> cancels = store.cancel_requests(run, 0);
   if (s.json()) {
-    nlohmann::json doc = document("run");
-    doc["run"] = summary_json(sum);
-    doc["detail"] = cp.detail;
-    doc["state"] = cp.state;
-    doc["request"] = request_json(cp);
-    doc["decision"] = checkpoint_json(cp)["decision"];
-    doc["reconciliation"] = checkpoint_json(cp)["reconciliation"];
-    doc["cancel_requests"] = nlohmann::json::array();
-    for (const CancelRequest& c : cancels)
-      doc["cancel_requests"].push_back({{"id", c.id},
-                                        {"by", c.by},
-                                        {"reason", c.reason},
-                                        {"at", c.at},
-                                        {"handled", c.id <= cp.cancel_handled}});
-    print_json(doc);
+    print_json(run_document(store, run));
     return 0;
   }
   std::cout << "run:      " << run << '\n'
@@ -123,41 +101,12 @@ int runs_show(Session& s, const std::string& run) {
   return 0;
 }
 
-namespace {
-
-/// The state's changes from `a` to `b`: [{path, old, new}], a JSON pointer per change (RFC
-/// 6902's diff, with the old value looked up).
-nlohmann::json changes(const nlohmann::json& a, const nlohmann::json& b) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const nlohmann::json& op : nlohmann::json::diff(a, b)) {
-    const std::string path = op.at("path").get<std::string>();
-    const nlohmann::json::json_pointer ptr(path);
-    const std::string kind = op.at("op").get<std::string>();
-    nlohmann::json old = kind == "add" ? nlohmann::json() : a.at(ptr);
-    nlohmann::json now = kind == "remove" ? nlohmann::json() : op.at("value");
-    out.push_back({{"op", kind}, {"path", path}, {"old", std::move(old)}, {"new", std::move(now)}});
-  }
-  return out;
-}
-
-}  // namespace
-
 int runs_history(Session& s, const std::string& run, bool diff) {
   Store& store = s.store(Access::read);
   const std::vector<Checkpoint> history = store.history(run);
   if (history.empty()) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
   if (s.json()) {
-    nlohmann::json doc = document("history");
-    doc["run_id"] = run;
-    doc["checkpoints"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < history.size(); ++i) {
-      nlohmann::json j = checkpoint_json(history[i]);
-      if (diff)
-        j["changes"] = i == 0 ? changes(nlohmann::json::object(), history[i].state)
-                              : changes(history[i - 1].state, history[i].state);
-      doc["checkpoints"].push_back(std::move(j));
-    }
-    print_json(doc);
+    print_json(history_document(store, run, diff));
     return 0;
   }
   // What a checkpoint records beyond its status: the pause, the decision, the reconciliation.
@@ -199,8 +148,8 @@ int runs_history(Session& s, const std::string& run, bool diff) {
     if (const std::string note = note_of(cp); !note.empty())
       std::cout << " (" << brief(note) << ')';
     std::cout << '\n';
-    const nlohmann::json ch = i == 0 ? changes(nlohmann::json::object(), cp.state)
-                                     : changes(history[i - 1].state, cp.state);
+    const nlohmann::json ch = i == 0 ? state_changes(nlohmann::json::object(), cp.state)
+                                     : state_changes(history[i - 1].state, cp.state);
     for (const nlohmann::json& c : ch)
       std::cout << "  "
                 << (c["path"].get<std::string>().empty() ? "/" : c["path"].get<std::string>())
@@ -241,16 +190,10 @@ int runs_events(Session& s, const std::string& run, bool follow, std::uint64_t a
   Store& store = s.store(Access::read);
   if (!store.latest(run)) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
   if (!follow) {
-    const std::vector<StoredEvent> events = store.events_after(run, after);
     if (s.json()) {
-      nlohmann::json doc = document("events");
-      doc["run_id"] = run;
-      doc["events"] = nlohmann::json::array();
-      for (const StoredEvent& e : events)
-        doc["events"].push_back({{"seq", e.seq}, {"event", e.event}});
-      print_json(doc);
+      print_json(events_document(store, run, after));
     } else {
-      for (const StoredEvent& e : events) print_event(s, run, e, false);
+      for (const StoredEvent& e : store.events_after(run, after)) print_event(s, run, e, false);
     }
     return 0;
   }
@@ -318,33 +261,11 @@ int runs_verify(Session& s, const std::string& run) {
 int runs_effects(Session& s, const std::string& run) {
   Store& store = s.store(Access::read);
   if (!store.latest(run)) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
-  const std::vector<EffectRecord> effects = store.effects(run);
   if (s.json()) {
-    nlohmann::json doc = document("effects");
-    doc["run_id"] = run;
-    doc["effects"] = nlohmann::json::array();
-    for (const EffectRecord& r : effects) {
-      nlohmann::json j = {{"key", r.key},
-                          {"name", r.name},
-                          {"policy", std::string(enumeration<EffectPolicy>::name(r.policy))},
-                          {"status", std::string(enumeration<EffectStatus>::name(r.status))},
-                          {"issued", r.issued},
-                          {"node", r.node},
-                          {"step", r.step},
-                          {"args", r.args},
-                          {"result", r.result},
-                          {"error", r.error},
-                          {"compensates", r.compensates},
-                          {"started_at", r.started_at},
-                          {"finished_at", r.finished_at},
-                          {"reconciliation", nullptr}};
-      if (r.reconciliation) j["reconciliation"] = *r.reconciliation;
-      if (!r.cached_from.empty()) j["cached_from"] = r.cached_from;  // a receipt from the cache
-      doc["effects"].push_back(std::move(j));
-    }
-    print_json(doc);
+    print_json(effects_document(store, run));
     return 0;
   }
+  const std::vector<EffectRecord> effects = store.effects(run);
   Table t({"NAME", "POLICY", "STATUS", "ISSUED", "NODE", "STEP", "KEY", "RECONCILIATION"});
   for (const EffectRecord& r : effects) {
     std::string rec = "-";
@@ -365,15 +286,7 @@ int runs_effects(Session& s, const std::string& run) {
 int approvals_ls(Session& s) {
   const std::vector<PendingApproval> pending = pending_approvals(s.store(Access::read));
   if (s.json()) {
-    nlohmann::json doc = document("approvals");
-    doc["approvals"] = nlohmann::json::array();
-    for (const PendingApproval& p : pending) {
-      nlohmann::json j = interrupt_json(p.interrupt, p.run.request, p.asked_by);
-      j["run_id"] = p.run.run_id;
-      j["waiting_since"] = p.run.updated_at;
-      doc["approvals"].push_back(std::move(j));
-    }
-    print_json(doc);
+    print_json(approvals_document(pending));
     return 0;
   }
   Table t({"RUN", "REQUEST", "NODE", "WAITING", "EXPIRES", "ACTION", "RISK"});
@@ -451,20 +364,10 @@ std::string to_svg(const std::string& dot_text) {
 
 int runs_draw(Session& s, const std::string& run, const std::string& format) {
   Store& store = s.store(Access::read);
-  const std::vector<Checkpoint> history = store.history(run);
-  if (history.empty()) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
-  const RunPath path = run_path(history);
-  const std::string& fingerprint = history.back().fingerprint;
-  std::optional<GraphShape> shape = store.graph(fingerprint);
-  if (!shape && s.graph() && s.graph()->fingerprint() == fingerprint) shape = s.graph()->shape();
-  const bool stored = shape.has_value();
-  if (!shape) {  // no shape: the path alone (its nodes are drawn as nodes the shape lacks)
-    shape.emplace();
-    shape->fingerprint = fingerprint;
-    shape->entry = history.front().next_node;
-  }
-  std::string text = format == "mermaid" ? to_mermaid(*shape, &path) : to_dot(*shape, &path);
-  if (format == "svg") text = to_svg(text);
+  if (!store.latest(run)) throw unknown_run("trellis: no run '" + run + "' in " + s.where());
+  const RunPicture picture = draw_run(store, run, format, s.graph());
+  const std::string& text = picture.text;
+  const bool stored = picture.graph_known;
   if (s.json()) {
     nlohmann::json doc = document("drawing");
     doc["run_id"] = run;

@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "cli_support.hpp"
+#include "trellis/cli/documents.hpp"
 
 namespace ag = trellis::agent;
-using trellis::agent::cli::detail::append_summary_json;
-using trellis::agent::cli::detail::summary_json;
+using trellis::agent::cli::append_summary_json;
+using trellis::agent::cli::summary_json;
 
 namespace {
 
