@@ -18,6 +18,7 @@ packages=(
   libpugixml-dev            # SCXML files: the trellis::scxml loader
   libcli11-dev              # the `trellis` command's argument parser (header-only)
   libyaml-cpp-dev           # graph files (YAML and JSON), trellis::flow
+  libcpp-httplib-dev        # the operator console's HTTP server (trellis serve, trellis::web)
   graphviz                  # `dot`: SVG pictures (trellis runs draw --format svg, examples)
   clang-format              # the style check in .ci/run
   faketime                  # the chaos suite's skewed-clock worker (libfaketime)

@@ -60,6 +60,11 @@ void add_filter(CLI::App* app, FilterArgs& f) {
 }  // namespace
 
 int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
+  return run_commands(argc, argv, own_store, graph, {});
+}
+
+int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph,
+                 const std::vector<ExtraCommand>& extra) {
   CLI::App app{graph ? "Operate this program's durable agent runs (docs/cli.md)"
                      : "trellis: operate durable agent runs in a store (docs/cli.md)",
                "trellis"};
@@ -340,6 +345,22 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph) {
     if (for_opt->count() > 0) worker_args.for_seconds = for_seconds;
     action = [&](Session& s) { return worker(s, worker_args); };
   });
+
+  // Commands of the layers above: everything after the name is theirs to parse.
+  std::vector<std::string> extra_args;
+  for (const ExtraCommand& command : extra) {
+    CLI::App* c = app.add_subcommand(command.name, command.description);
+    c->prefix_command();
+    c->set_help_flag();     // --help is the command's own,
+    c->fallthrough(false);  // and so is every option after its name
+    const ExtraCommand* cmd = &command;
+    c->callback([&, c, cmd] {
+      extra_args = c->remaining();
+      action = [&, cmd](Session& s) {
+        return cmd->run(extra_args, [&]() -> Store& { return s.store(Access::write); });
+      };
+    });
+  }
 
   try {
     app.parse(argc, argv);

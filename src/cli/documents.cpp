@@ -22,7 +22,6 @@ nlohmann::json document(std::string_view kind) {
   return nlohmann::json{{"trellis_cli", schema_version}, {"kind", kind}};
 }
 
-
 nlohmann::json summary_json(const RunSummary& s) {
   return {{"run_id", s.run_id},
           {"status", name(s.status)},

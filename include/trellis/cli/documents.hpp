@@ -74,8 +74,8 @@ nlohmann::json approvals_document(const std::vector<PendingApproval>& pending);
 /// A run's picture: its graph (the shape the run's program stored, else `graph`'s when the
 /// fingerprints agree, else the path alone) with the run's path over it.
 struct RunPicture {
-  std::string text;   ///< DOT, Mermaid or SVG text
-  bool graph_known;   ///< false when only the path could be drawn
+  std::string text;  ///< DOT, Mermaid or SVG text
+  bool graph_known;  ///< false when only the path could be drawn
 };
 /// `format` is "dot", "mermaid" or "svg" (Graphviz's `dot -Tsvg`: store_error when dot is not on
 /// PATH or fails). unknown_run when there is no such run.

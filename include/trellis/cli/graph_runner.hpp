@@ -6,6 +6,7 @@
 /// none of its own (it links no C++ graph): it adapts a graph file's (`--graph FILE`).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,5 +86,20 @@ class GraphRunner {
 /// `step FILE`, `draw FILE`) are offered either way. Returns the exit code (docs/cli.md): 0 ok,
 /// 2 usage, 3 not found, 4 conflict or stale request, 5 expired, 1 any other error.
 int run_commands(int argc, char** argv, Store* store, GraphRunner* graph);
+
+/// A command that a layer above cli adds to the command line (the web layer's `serve`).
+struct ExtraCommand {
+  std::string name;         ///< its word on the command line
+  std::string description;  ///< its line in --help
+  /// Runs it with the arguments that follow its name (its own options, --help included) and
+  /// the store the command line names (`--store` before the command name; opened on the first
+  /// call, to write: it must exist). Returns the exit code.
+  std::function<int(const std::vector<std::string>& args, const std::function<Store&()>& store)>
+      run;
+};
+
+/// run_commands with `extra` commands too.
+int run_commands(int argc, char** argv, Store* store, GraphRunner* graph,
+                 const std::vector<ExtraCommand>& extra);
 
 }  // namespace trellis::agent::cli

@@ -1,0 +1,812 @@
+// SPDX-License-Identifier: MIT
+// The operator console (console.hpp): routes, authentication, CSRF, the pages and the API.
+
+#include "trellis/web/console.hpp"
+
+#include <httplib.h>
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include <trellis/io/utc_time.hpp>
+
+#include "html.hpp"
+#include "trellis/agent/checkpoint.hpp"
+#include "trellis/agent/errors.hpp"
+#include "trellis/agent/operations.hpp"
+#include "trellis/agent/run_status.hpp"
+#include "trellis/base/enumeration.hpp"
+#include "trellis/cli/documents.hpp"
+#include "trellis/web/errors.hpp"
+#include "trellis/web/forms.hpp"
+#include "trellis/web/users.hpp"
+
+namespace trellis::web {
+
+namespace ag = trellis::agent;
+namespace cli = trellis::agent::cli;
+using detail::escape;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kCookie = "trellis_session";
+
+bool loopback(std::string_view host) {
+  return host == "127.0.0.1" || host == "::1" || host == "localhost" ||
+         (host.size() > 4 && host.substr(0, 4) == "127.");
+}
+
+std::string status_name(ag::RunStatus s) {
+  return std::string(enumeration<ag::RunStatus>::name(s));
+}
+
+/// The HTTP status of an error a handler let out.
+int http_status(const std::exception& e) {
+  if (dynamic_cast<const ag::unknown_run*>(&e) || dynamic_cast<const ag::unknown_request*>(&e))
+    return 404;
+  if (dynamic_cast<const ag::request_superseded*>(&e) ||
+      dynamic_cast<const ag::run_conflict*>(&e) || dynamic_cast<const ag::run_busy*>(&e) ||
+      dynamic_cast<const ag::run_finished*>(&e) || dynamic_cast<const ag::graph_error*>(&e))
+    return 409;
+  if (dynamic_cast<const ag::request_expired*>(&e)) return 410;
+  if (dynamic_cast<const bad_request*>(&e) || dynamic_cast<const ag::invalid_run_id*>(&e))
+    return 400;
+  return 500;
+}
+
+std::string code_of(const std::exception& e) {
+  if (const auto* t = dynamic_cast<const trellis::error*>(&e)) return std::string(t->id());
+  return "base.error";
+}
+
+std::string cookie_value(const httplib::Request& req, std::string_view name) {
+  const std::string header = req.get_header_value("Cookie");
+  std::string_view rest = header;
+  while (!rest.empty()) {
+    const std::size_t semi = rest.find(';');
+    std::string_view part = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    const std::size_t eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      return std::string(part.substr(eq + 1));
+  }
+  return {};
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+  return !a.empty() && a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string default_user() {
+  for (const char* var : {"TRELLIS_USER", "USER", "LOGNAME"})
+    if (const char* v = std::getenv(var); v && *v) return v;
+  return "operator";
+}
+
+/// A "since" filter: ISO-8601 text as given, or a span back from now ("90s", "30m", "2h", "7d").
+std::string since_text(const std::string& text) {
+  if (text.empty()) return {};
+  const char unit = text.back();
+  const std::string digits = text.substr(0, text.size() - 1);
+  if (!digits.empty() && digits.size() < 9 &&
+      digits.find_first_not_of("0123456789") == std::string::npos &&
+      std::string_view("smhdw").find(unit) != std::string_view::npos) {
+    const long n = std::stol(digits);
+    const long seconds = unit == 's'   ? n
+                         : unit == 'm' ? n * 60
+                         : unit == 'h' ? n * 3600
+                         : unit == 'd' ? n * 86400
+                                       : n * 604800;
+    return trellis::detail::format_utc(std::chrono::system_clock::now() -
+                                       std::chrono::seconds(seconds));
+  }
+  if (text.size() < 10 || text[4] != '-' || text[7] != '-')
+    throw bad_request("trellis serve: 'since' is a time (2026-11-24T10:00:00Z) or a span (30m)");
+  return text;
+}
+
+std::string pretty(const json& v) { return v.dump(2, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+struct Console::Impl {
+  ag::Store& store;
+  ConsoleOptions opt;
+  Users users;
+  std::string start_token;  ///< without a users file: the token made at start
+  std::string secret;       ///< this process's: CSRF tokens of header-authenticated users
+  std::unique_ptr<httplib::Server> server;
+  int port = 0;
+  bool tls = false;
+  std::vector<std::string> hosts;  ///< the Host headers accepted
+
+  struct Session {
+    std::string user, csrf;
+  };
+  std::mutex sessions_mutex;
+  std::map<std::string, Session, std::less<>> sessions;
+
+  /// Who made a request, and how.
+  struct Who {
+    std::string user;
+    std::string csrf;     ///< what a form must carry (empty for a bearer token)
+    bool bearer = false;  ///< authenticated by Authorization: Bearer (no CSRF needed)
+  };
+
+  Impl(ag::Store& s, ConsoleOptions o) : store(s), opt(std::move(o)) {}
+
+  // --- authentication ------------------------------------------------------------------------
+
+  std::optional<Who> who(const httplib::Request& req) {
+    if (!opt.trust_user_header.empty() && loopback(req.remote_addr)) {
+      const std::string name = req.get_header_value(opt.trust_user_header.c_str());
+      if (!name.empty()) {
+        // The CSRF token of a header-authenticated user: SHA-256 of this process's secret and
+        // the name (the hash of a users-file line), which nobody without the secret can make.
+        const std::string line = Users::line_for("csrf", secret + ":" + name);
+        return Who{name, line.substr(line.find(':') + 1), false};
+      }
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0) {
+      if (std::optional<std::string> user = users.find(auth.substr(7))) return Who{*user, {}, true};
+      return std::nullopt;
+    }
+    const std::string id = cookie_value(req, kCookie);
+    if (id.empty()) return std::nullopt;
+    std::lock_guard lock(sessions_mutex);
+    const auto it = sessions.find(id);
+    if (it == sessions.end()) return std::nullopt;
+    return Who{it->second.user, it->second.csrf, false};
+  }
+
+  /// A new session for `user`: its cookie header value.
+  std::string sign_in(const std::string& user) {
+    const std::string id = Users::new_token();
+    {
+      std::lock_guard lock(sessions_mutex);
+      sessions[id] = Session{user, Users::new_token()};
+    }
+    std::string cookie = std::string(kCookie) + "=" + id + "; Path=/; HttpOnly; SameSite=Strict";
+    if (tls) cookie += "; Secure";
+    return cookie;
+  }
+
+  void sign_out(const httplib::Request& req) {
+    const std::string id = cookie_value(req, kCookie);
+    std::lock_guard lock(sessions_mutex);
+    sessions.erase(id);
+  }
+
+  // --- responses -----------------------------------------------------------------------------
+
+  detail::Frame frame(std::string title, const Who& w) {
+    detail::Frame f{std::move(title), w.user, w.csrf, opt.read_only, 0};
+    f.waiting = store.list_runs(ag::RunFilter{.status = ag::RunStatus::WaitingApproval}).size();
+    return f;
+  }
+
+  static void html(httplib::Response& res, std::string body, int status = 200) {
+    res.status = status;
+    res.set_content(std::move(body), "text/html; charset=utf-8");
+  }
+
+  static void json_reply(httplib::Response& res, const json& doc, int status = 200) {
+    res.status = status;
+    res.set_content(doc.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  }
+
+  void error_page(httplib::Response& res, const Who* w, int status, const std::string& message) {
+    const std::string body = "<h1>Refused</h1><p class=\"error\" id=\"error\">" + escape(message) +
+                             "</p><p><a href=\"/runs\">Runs</a> · <a href=\"/approvals\">"
+                             "Approvals</a></p>";
+    if (w)
+      html(res, detail::page(frame("Refused", *w), body), status);
+    else
+      html(res, detail::page(detail::Frame{.title = "Refused"}, body), status);
+  }
+
+  static void api_error(httplib::Response& res, int status, const std::string& code,
+                        const std::string& message) {
+    json doc = cli::document("error");
+    doc["error"] = {{"code", code}, {"message", message}, {"status", status}};
+    json_reply(res, doc, status);
+  }
+
+  // --- the pages -----------------------------------------------------------------------------
+
+  std::string runs_body(const Form& q) {
+    ag::RunFilter filter;
+    const std::string status = q.value("status");
+    if (!status.empty()) {
+      filter.status = enumeration<ag::RunStatus>::from_name(status);
+      if (!filter.status) throw bad_request("trellis serve: no run status '" + status + "'");
+    }
+    filter.since = since_text(q.value("since"));
+    filter.node = q.value("node");
+    const std::string graph = q.value("graph");
+    const std::string after = q.value("after");
+    std::vector<ag::RunSummary> runs = store.list_runs(filter);
+    std::string body = "<h1>Runs</h1><form method=\"get\" action=\"/runs\" id=\"filters\">";
+    body += "<label>Status <select name=\"status\"><option value=\"\">any</option>";
+    for (const ag::RunStatus s : enumeration<ag::RunStatus>::values) {
+      const std::string n = status_name(s);
+      body += "<option" + std::string(n == status ? " selected" : "") + ">" + n + "</option>";
+    }
+    body += "</select></label> <label>Graph <input name=\"graph\" value=\"" + escape(graph) +
+            "\" placeholder=\"fingerprint\"></label> <label>Node <input name=\"node\" value=\"" +
+            escape(filter.node) + "\"></label> <label>Since <input name=\"since\" value=\"" +
+            escape(q.value("since")) +
+            "\" placeholder=\"2h or 2026-11-24\"></label> "
+            "<button type=\"submit\">Filter</button></form>";
+    body +=
+        "<table id=\"runs\"><thead><tr><th>Run</th><th>Status</th><th>Node</th><th>Steps</th>"
+        "<th>Updated</th><th>Waiting approval</th><th>Graph</th></tr></thead><tbody>";
+    std::size_t shown = 0;
+    std::string last;
+    bool more = false;
+    for (const ag::RunSummary& r : runs) {
+      if (!after.empty() && r.run_id <= after) continue;
+      if (!graph.empty() && r.fingerprint.rfind(graph, 0) != 0) continue;
+      if (shown == opt.page_size) {
+        more = true;
+        break;
+      }
+      ++shown;
+      last = r.run_id;
+      const std::string st = status_name(r.status);
+      body += "<tr><td><a href=\"/runs/" + escape(url_encode(r.run_id)) + "\">" + escape(r.run_id) +
+              "</a></td><td class=\"status-" + st + "\">" + st;
+      if (r.reason != ag::Reason::none)
+        body += " (" + escape(enumeration<ag::Reason>::name(r.reason)) + ")";
+      body += "</td><td>" + escape(r.node) + "</td><td>" + std::to_string(r.step) + "</td><td>" +
+              escape(r.updated_at) + "</td><td>" +
+              (r.request.empty() ? "" : "request " + escape(r.request)) + "</td><td>" +
+              escape(r.fingerprint.substr(0, 12)) + "</td></tr>";
+    }
+    body += "</tbody></table>";
+    if (shown == 0) body += "<p class=\"note\">No runs match.</p>";
+    if (more) {
+      std::string next = "/runs?after=" + url_encode(last);
+      for (const char* k : {"status", "graph", "node", "since"})
+        if (!q.value(k).empty()) next += std::string("&") + k + "=" + url_encode(q.value(k));
+      body += "<p><a id=\"next\" href=\"" + escape(next) + "\">Next " +
+              std::to_string(opt.page_size) + " runs</a></p>";
+    }
+    return body;
+  }
+
+  std::string decide_forms(const std::string& run, const std::string& request, const json& proposed,
+                           const Who& w, const std::string& back) {
+    if (opt.read_only) return "<p class=\"note\">Read-only console: no decisions here.</p>";
+    const std::string action = "/runs/" + escape(url_encode(run)) + "/decision";
+    const std::string common =
+        "<input type=\"hidden\" name=\"csrf\" value=\"" + escape(w.csrf) +
+        "\"><input type=\"hidden\" name=\"request\" value=\"" + escape(request) +
+        "\"><input type=\"hidden\" name=\"back\" value=\"" + escape(back) + "\">";
+    std::string out = "<div class=\"decide\">";
+    out += "<form method=\"post\" action=\"" + action + "\" class=\"approve\">" + common +
+           "<input type=\"hidden\" name=\"decision\" value=\"approve\"><input name=\"comment\" "
+           "placeholder=\"comment (optional)\"> <button type=\"submit\">Approve</button></form>";
+    out += "<form method=\"post\" action=\"" + action + "\" class=\"reject\">" + common +
+           "<input type=\"hidden\" name=\"decision\" value=\"reject\"><input name=\"reason\" "
+           "placeholder=\"reason (required)\" required> <button type=\"submit\">Reject</button>"
+           "</form>";
+    out += "<form method=\"post\" action=\"" + action + "\" class=\"input\">" + common +
+           "<input type=\"hidden\" name=\"decision\" value=\"input\"><textarea name=\"input\">" +
+           escape(proposed.is_null() ? std::string() : proposed.dump()) +
+           "</textarea> <button type=\"submit\">Give input</button></form></div>";
+    return out;
+  }
+
+  std::string request_block(const std::string& run, const json& request, const Who& w,
+                            const std::string& back) {
+    std::string out = "<div class=\"request\" data-run=\"" + escape(run) + "\" data-request=\"" +
+                      escape(request.value("id", "")) + "\">";
+    out += "<p><b>Request " + escape(request.value("id", "")) + "</b> of run <a href=\"/runs/" +
+           escape(url_encode(run)) + "\">" + escape(run) + "</a>, asked by " +
+           escape(request.value("asked_by", "")) + ": " + escape(request.value("reason", "")) +
+           "</p><table>";
+    const auto row = [&](const char* label, const std::string& value) {
+      out += std::string("<tr><th>") + label + "</th><td>" + value + "</td></tr>";
+    };
+    if (!request["action"].is_null()) row("What will happen", escape(request["action"].dump()));
+    if (!request["proposed_input"].is_null())
+      row("Proposed input",
+          "<pre class=\"proposed\">" + escape(pretty(request["proposed_input"])) + "</pre>");
+    if (!request["risk_reason"].is_null()) row("Risk", escape(request["risk_reason"].dump()));
+    row("Expires", request["expires_at"].is_null()
+                       ? std::string("never")
+                       : escape(request["expires_at"].get<std::string>()));
+    out += "</table>";
+    out += decide_forms(run, request.value("id", ""), request["proposed_input"], w, back);
+    out += "</div>";
+    return out;
+  }
+
+  std::string run_body(const std::string& run, const Who& w) {
+    const json doc = cli::run_document(store, run);
+    const json& sum = doc["run"];
+    const std::string st = sum["status"].get<std::string>();
+    std::string body = "<h1>Run " + escape(run) + "</h1><table id=\"summary\">";
+    const auto row = [&](const char* label, const std::string& value) {
+      body += std::string("<tr><th>") + label + "</th><td>" + value + "</td></tr>";
+    };
+    row("Status",
+        "<span id=\"status\" class=\"status-" + escape(st) + "\">" + escape(st) + "</span>" +
+            (sum["reason"] == "none" ? "" : " (" + escape(sum["reason"].get<std::string>()) + ")"));
+    if (!doc["detail"].get<std::string>().empty())
+      row("Detail", escape(doc["detail"].get<std::string>()));
+    row("Node", escape(sum["node"].get<std::string>()));
+    row("Steps", std::to_string(sum["step"].get<std::uint64_t>()));
+    row("Created", escape(sum["created_at"].get<std::string>()));
+    row("Updated", escape(sum["updated_at"].get<std::string>()));
+    row("Graph", escape(sum["fingerprint"].get<std::string>()));
+    body += "</table><h2>State</h2><pre id=\"state\">" + escape(pretty(doc["state"])) + "</pre>";
+    if (!doc["request"].is_null())
+      body += "<h2>Waiting for a decision</h2>" +
+              request_block(run, doc["request"], w, "/runs/" + url_encode(run));
+    if (!opt.read_only && st != "Succeeded" && st != "Failed" && st != "Cancelled")
+      body += "<form method=\"post\" action=\"/runs/" + escape(url_encode(run)) +
+              "/cancel\" id=\"cancel\"><input type=\"hidden\" name=\"csrf\" value=\"" +
+              escape(w.csrf) +
+              "\"><input name=\"reason\" placeholder=\"why cancel\"> <button type=\"submit\">"
+              "Cancel run…</button></form>";
+
+    // The picture: SVG drawn by Graphviz (an <img>: a picture, never a script), else Mermaid.
+    body += "<h2>Graph</h2>";
+    body += "<img id=\"picture\" alt=\"the run's path over its graph\" src=\"/runs/" +
+            escape(url_encode(run)) + "/picture.svg\">";
+
+    // The timeline: every checkpoint, with the state's changes.
+    const json history = cli::history_document(store, run, true);
+    body +=
+        "<h2>Timeline</h2><table id=\"timeline\"><thead><tr><th>#</th><th>Status</th>"
+        "<th>Node</th><th>Step</th><th>At</th><th>Changes</th></tr></thead><tbody>";
+    for (const json& cp : history["checkpoints"]) {
+      std::string changes;
+      for (const json& c : cp["changes"])
+        changes +=
+            escape(c["path"].get<std::string>().empty() ? "/" : c["path"].get<std::string>()) +
+            ": " + escape(c["old"].dump()) + " → " + escape(c["new"].dump()) + "<br>";
+      std::string note;
+      if (!cp["decision"].is_null())
+        note = " (" + escape(cp["decision"]["kind"].get<std::string>()) + " by " +
+               escape(cp["decision"]["by"].get<std::string>()) + ")";
+      body += "<tr><td>" + std::to_string(cp["seq"].get<std::uint64_t>()) + "</td><td>" +
+              escape(cp["status"].get<std::string>()) + note + "</td><td>" +
+              escape(cp["node"].get<std::string>()) + "</td><td>" +
+              std::to_string(cp["step"].get<std::uint64_t>()) + "</td><td>" +
+              escape(cp["created_at"].get<std::string>()) + "</td><td>" + changes + "</td></tr>";
+    }
+    body += "</tbody></table>";
+
+    const json effects = cli::effects_document(store, run);
+    body +=
+        "<h2>Effects</h2><table id=\"effects\"><thead><tr><th>Name</th><th>Policy</th>"
+        "<th>Status</th><th>Node</th><th>Step</th><th>Key</th><th>Receipt</th></tr></thead>"
+        "<tbody>";
+    for (const json& e : effects["effects"])
+      body += "<tr><td>" + escape(e["name"].get<std::string>()) + "</td><td>" +
+              escape(e["policy"].get<std::string>()) + "</td><td>" +
+              escape(e["status"].get<std::string>()) + "</td><td>" +
+              escape(e["node"].get<std::string>()) + "</td><td>" + e["step"].dump() +
+              "</td><td><code>" + escape(e["key"].get<std::string>().substr(0, 16)) +
+              "</code></td><td>" + escape(e["result"].dump()) + "</td></tr>";
+    body += "</tbody></table>";
+
+    const json events = cli::events_document(store, run, 0);
+    std::uint64_t after = 0;
+    body += "<h2>Events</h2><table id=\"events\" data-run=\"" + escape(run) + "\" data-after=\"";
+    std::string rows;
+    for (const json& e : events["events"]) {
+      after = std::max(after, e["seq"].get<std::uint64_t>());
+      const json& ev = e["event"];
+      rows += "<tr><td>" + e["seq"].dump() + "</td><td>" + escape(ev.value("at", "")) +
+              "</td><td>" + escape(ev.value("kind", "")) + "</td><td>" +
+              escape(ev.value("node", "")) + "</td><td>" +
+              (ev.contains("detail") ? escape(ev["detail"].dump()) : std::string()) + "</td></tr>";
+    }
+    body += std::to_string(after) +
+            "\"><thead><tr><th>#</th><th>At</th><th>Kind</th><th>Node</th><th>Detail</th></tr>"
+            "</thead><tbody>" +
+            rows +
+            "</tbody></table><p class=\"note\">New events appear as they come "
+            "(with JavaScript on; reload otherwise).</p>";
+    return body;
+  }
+
+  std::string approvals_body(const Who& w) {
+    const json doc = cli::approvals_document(ag::pending_approvals(store));
+    std::string body = "<h1>Approvals</h1>";
+    if (doc["approvals"].empty()) body += "<p class=\"note\" id=\"none\">Nothing waits.</p>";
+    for (const json& a : doc["approvals"])
+      body += request_block(a["run_id"].get<std::string>(), a, w, "/approvals");
+    return body;
+  }
+
+  // --- routing -------------------------------------------------------------------------------
+
+  /// Runs `body` for an authenticated request of a page; signs the visitor in first.
+  template <class F>
+  httplib::Server::Handler page_route(F body) {
+    return [this, body](const httplib::Request& req, httplib::Response& res) {
+      const std::optional<Who> w = who(req);
+      if (!w) {
+        res.set_redirect("/login");
+        return;
+      }
+      try {
+        body(req, res, *w);
+      } catch (const std::exception& e) {
+        error_page(res, &*w, http_status(e), e.what());
+      }
+    };
+  }
+
+  /// A page's change: authenticated, CSRF-checked, refused when read-only.
+  template <class F>
+  httplib::Server::Handler post_route(F body) {
+    return page_route(
+        [this, body](const httplib::Request& req, httplib::Response& res, const Who& w) {
+          const Form form = parse_form(req.body);
+          if (w.bearer || !same_secret(form.value("csrf"), w.csrf)) {
+            error_page(res, &w, 403,
+                       "trellis serve: this form has no valid CSRF token; reload the "
+                       "page and try again");
+            return;
+          }
+          if (opt.read_only) {
+            error_page(res, &w, 403, "trellis serve: the console is read-only");
+            return;
+          }
+          body(req, res, w, form);
+        });
+  }
+
+  template <class F>
+  httplib::Server::Handler api_route(F body, bool change = false) {
+    return [this, body, change](const httplib::Request& req, httplib::Response& res) {
+      const std::optional<Who> w = who(req);
+      if (!w)
+        return api_error(res, 401, "web.unauthenticated",
+                         "trellis serve: sign in first "
+                         "(Authorization: Bearer TOKEN)");
+      if (change && !w->bearer && !same_secret(req.get_header_value("X-CSRF-Token"), w->csrf))
+        return api_error(res, 403, "web.csrf",
+                         "trellis serve: a change by a session needs its "
+                         "X-CSRF-Token header");
+      if (change && opt.read_only)
+        return api_error(res, 403, "web.read_only", "trellis serve: the console is read-only");
+      try {
+        body(req, res, *w);
+      } catch (const std::exception& e) {
+        api_error(res, http_status(e), code_of(e), e.what());
+      }
+    };
+  }
+
+  static Form query(const httplib::Request& req) {
+    const std::size_t q = req.target.find('?');
+    return q == std::string::npos ? Form() : parse_form(std::string_view(req.target).substr(q + 1));
+  }
+
+  static std::uint64_t number(const std::string& text, const char* field) {
+    if (text.empty()) return 0;
+    if (text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+      throw bad_request(std::string("trellis serve: '") + field + "' is a number");
+    return std::stoull(text);
+  }
+
+  void routes() {
+    httplib::Server& s = *server;
+    s.set_payload_max_length(opt.max_body);
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      const std::string host = req.get_header_value("Host");
+      if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+        res.status = 421;
+        res.set_content("trellis serve: the Host header '" + host +
+                            "' is not this console's address; refused\n",
+                        "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("X-Frame-Options", "DENY");
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
+                     "form-action 'self'; frame-ancestors 'none'");
+      res.set_header("Cache-Control", "no-store");
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    s.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+          res.status = 500;
+          res.set_content("trellis serve: internal error\n", "text/plain");
+        });
+
+    s.Get("/static/console.css", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(detail::stylesheet()), "text/css");
+    });
+    s.Get("/static/console.js", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(detail::script()), "application/javascript");
+    });
+
+    // Signing in and out.
+    const auto login_form = [this](httplib::Response& res, int status, const std::string& why) {
+      std::string body = "<h1>Sign in</h1>";
+      if (!why.empty()) body += "<p class=\"error\" id=\"error\">" + escape(why) + "</p>";
+      body +=
+          "<form method=\"post\" action=\"/login\"><label>Token <input type=\"password\" "
+          "name=\"token\" autocomplete=\"off\"></label> <button type=\"submit\">Sign in"
+          "</button></form>";
+      html(res, detail::page(detail::Frame{.title = "Sign in"}, body), status);
+    };
+    const auto try_login = [this, login_form](const std::string& token, httplib::Response& res) {
+      if (const std::optional<std::string> user = users.find(token)) {
+        res.set_header("Set-Cookie", sign_in(*user));
+        res.set_redirect("/runs", 303);
+      } else {
+        login_form(res, 401, "trellis serve: that token is not one of this console's");
+      }
+    };
+    s.Get("/login",
+          [this, login_form, try_login](const httplib::Request& req, httplib::Response& res) {
+            const Form q = query(req);
+            if (const std::optional<std::string> token = q.get("token"))
+              return try_login(*token, res);
+            login_form(res, 200, "");
+          });
+    s.Post("/login", [try_login, login_form](const httplib::Request& req, httplib::Response& res) {
+      try {
+        try_login(parse_form(req.body).value("token"), res);
+      } catch (const bad_request& e) {
+        login_form(res, 400, e.what());
+      }
+    });
+    s.Post("/logout", post_route_any([this](const httplib::Request& req, httplib::Response& res,
+                                            const Who&, const Form&) {
+             sign_out(req);
+             res.set_header("Set-Cookie", std::string(kCookie) + "=; Path=/; Max-Age=0");
+             res.set_redirect("/login", 303);
+           }));
+
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/runs"); });
+    s.Get("/runs",
+          page_route([this](const httplib::Request& req, httplib::Response& res, const Who& w) {
+            const std::string body = runs_body(query(req));
+            html(res, detail::page(frame("Runs", w), body));
+          }));
+    s.Get(R"(/runs/([^/]+)/picture\.svg)",
+          page_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            const std::string run = req.matches[1];
+            try {
+              res.set_content(cli::draw_run(store, run, "svg").text, "image/svg+xml");
+            } catch (const ag::store_error&) {  // no Graphviz: the Mermaid text, as an SVG of text
+              const std::string text = cli::draw_run(store, run, "mermaid").text;
+              std::string svg =
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"" +
+                  std::to_string(20 + 16 * std::count(text.begin(), text.end(), '\n')) +
+                  "\"><text font-family=\"monospace\" font-size=\"12\">";
+              int line = 0;
+              for (std::size_t at = 0; at < text.size();) {
+                const std::size_t nl = std::min(text.find('\n', at), text.size());
+                svg += "<tspan x=\"8\" y=\"" + std::to_string(16 + 16 * line++) + "\">" +
+                       escape(text.substr(at, nl - at)) + "</tspan>";
+                at = nl + 1;
+              }
+              res.set_content(svg + "</text></svg>", "image/svg+xml");
+            }
+          }));
+    s.Get(R"(/runs/([^/]+))",
+          page_route([this](const httplib::Request& req, httplib::Response& res, const Who& w) {
+            const std::string run = req.matches[1];
+            const std::string body = run_body(run, w);
+            html(res, detail::page(frame("Run " + run, w), body));
+          }));
+    s.Get("/approvals",
+          page_route([this](const httplib::Request&, httplib::Response& res, const Who& w) {
+            const std::string body = approvals_body(w);
+            html(res, detail::page(frame("Approvals", w), body));
+          }));
+    s.Post(R"(/runs/([^/]+)/decision)",
+           post_route([this](const httplib::Request& req, httplib::Response& res, const Who& w,
+                             const Form& form) {
+             const std::string run = req.matches[1];
+             const DecisionAsk ask = decision_from_form(form, w.user);
+             ag::record_decision(store, run, ask.request, ask.decision);
+             const std::string back = form.value("back");
+             res.set_redirect(back == "/approvals" ? back : "/runs/" + url_encode(run), 303);
+           }));
+    s.Post(R"(/runs/([^/]+)/cancel)",
+           post_route([this](const httplib::Request& req, httplib::Response& res, const Who& w,
+                             const Form& form) {
+             const std::string run = req.matches[1];
+             const CancelAsk ask = cancel_from_form(form);
+             if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
+               const std::string body =
+                   "<h1>Cancel run " + escape(run) +
+                   "?</h1><p>The run stops between steps and "
+                   "stays resumable.</p><form method=\"post\" id=\"confirm\" action=\"/runs/" +
+                   escape(url_encode(run)) +
+                   "/cancel\"><input type=\"hidden\" name=\"csrf\" "
+                   "value=\"" +
+                   escape(w.csrf) +
+                   "\"><input type=\"hidden\" name=\"reason\" "
+                   "value=\"" +
+                   escape(ask.reason) +
+                   "\"><input type=\"hidden\" "
+                   "name=\"confirmed\" value=\"yes\"><button type=\"submit\">Yes, cancel it"
+                   "</button> <a href=\"/runs/" +
+                   escape(url_encode(run)) + "\">No</a></form>";
+               html(res, detail::page(frame("Cancel " + run, w), body));
+               return;
+             }
+             ag::cancel_run(store, run, w.user, ask.reason);
+             res.set_redirect("/runs/" + url_encode(run), 303);
+           }));
+
+    // The API: the `trellis` command's -o json documents.
+    s.Get("/api/v1/runs",
+          api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            const Form q = query(req);
+            ag::RunFilter filter;
+            if (const std::string st = q.value("status"); !st.empty()) {
+              filter.status = enumeration<ag::RunStatus>::from_name(st);
+              if (!filter.status) throw bad_request("trellis serve: no run status '" + st + "'");
+            }
+            filter.since = since_text(q.value("since"));
+            filter.node = q.value("node");
+            const std::string after = q.value("after");
+            const std::uint64_t limit = number(q.value("limit"), "limit");
+            std::vector<ag::RunSummary> runs = store.list_runs(filter);
+            if (!after.empty())
+              runs.erase(runs.begin(), std::upper_bound(runs.begin(), runs.end(), after,
+                                                        [](const std::string& a, const auto& r) {
+                                                          return a < r.run_id;
+                                                        }));
+            if (limit > 0 && runs.size() > limit) runs.resize(limit);
+            res.set_content(cli::runs_document_text(runs), "application/json");
+          }));
+    s.Get(R"(/api/v1/runs/([^/]+))",
+          api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            json_reply(res, cli::run_document(store, std::string(req.matches[1])));
+          }));
+    s.Get(R"(/api/v1/runs/([^/]+)/history)",
+          api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            json_reply(res, cli::history_document(store, std::string(req.matches[1]), true));
+          }));
+    s.Get(R"(/api/v1/runs/([^/]+)/events)",
+          api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            const std::uint64_t after = number(query(req).value("after"), "after");
+            json_reply(res, cli::events_document(store, std::string(req.matches[1]), after));
+          }));
+    s.Get(R"(/api/v1/runs/([^/]+)/effects)",
+          api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
+            json_reply(res, cli::effects_document(store, std::string(req.matches[1])));
+          }));
+    s.Get("/api/v1/approvals",
+          api_route([this](const httplib::Request&, httplib::Response& res, const Who&) {
+            json_reply(res, cli::approvals_document(ag::pending_approvals(store)));
+          }));
+    s.Post(R"(/api/v1/runs/([^/]+)/decision)",
+           api_route(
+               [this](const httplib::Request& req, httplib::Response& res, const Who& w) {
+                 const std::string run = req.matches[1];
+                 const DecisionAsk ask = decision_from_json(req.body, w.user);
+                 ag::record_decision(store, run, ask.request, ask.decision);
+                 json_reply(res, cli::run_document(store, run));
+               },
+               true));
+    s.Post(R"(/api/v1/runs/([^/]+)/cancel)",
+           api_route(
+               [this](const httplib::Request& req, httplib::Response& res, const Who& w) {
+                 const std::string run = req.matches[1];
+                 ag::cancel_run(store, run, w.user, cancel_from_json(req.body).reason);
+                 json_reply(res, cli::run_document(store, run));
+               },
+               true));
+  }
+
+  /// post_route, but allowed on a read-only console (signing out).
+  template <class F>
+  httplib::Server::Handler post_route_any(F body) {
+    return page_route(
+        [this, body](const httplib::Request& req, httplib::Response& res, const Who& w) {
+          const Form form = parse_form(req.body);
+          if (w.bearer || !same_secret(form.value("csrf"), w.csrf)) {
+            error_page(res, &w, 403, "trellis serve: this form has no valid CSRF token");
+            return;
+          }
+          body(req, res, w, form);
+        });
+  }
+};
+
+Console::Console(ag::Store& store, ConsoleOptions options)
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {
+  Impl& m = *impl_;
+  ConsoleOptions& o = m.opt;
+  if (o.port < 0 || o.port > 65535)
+    throw refused_option("trellis serve: --port " + std::to_string(o.port) +
+                         " is not a port (0 to 65535)");
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw refused_option("trellis serve: TLS needs both --tls-cert and --tls-key");
+  m.tls = !o.tls_cert.empty();
+  if (!loopback(o.host) && !m.tls && !o.insecure_http)
+    throw refused_option("trellis serve: binding " + o.host +
+                         " (not loopback) needs TLS (--tls-cert FILE --tls-key FILE) or, behind "
+                         "a proxy that provides it, --insecure-http");
+  if (o.max_body == 0) throw refused_option("trellis serve: --max-body must be positive");
+  if (o.page_size == 0) o.page_size = 50;
+  if (!o.users_file.empty()) {
+    m.users = Users::load(o.users_file);
+  } else {
+    m.start_token = Users::new_token();
+    m.users.add(o.user.empty() ? default_user() : o.user, m.start_token);
+  }
+  m.secret = Users::new_token();
+  if (m.tls) {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    m.server = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+#endif
+    if (!m.server || !m.server->is_valid())
+      throw refused_option("trellis serve: cannot use the TLS certificate " + o.tls_cert +
+                           " and key " + o.tls_key + " (unreadable, or not a PEM pair)");
+  } else {
+    m.server = std::make_unique<httplib::Server>();
+  }
+  m.routes();
+  if (o.port == 0) {
+    m.port = m.server->bind_to_any_port(o.host);
+    if (m.port < 0) m.port = 0;
+  } else {
+    m.port = m.server->bind_to_port(o.host, o.port) ? o.port : 0;
+  }
+  if (m.port == 0)
+    throw refused_option("trellis serve: cannot bind " + o.host + ":" + std::to_string(o.port) +
+                         " (in use, or not an address of this machine)");
+  const std::string p = std::to_string(m.port);
+  const std::string bracketed = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+  m.hosts = {bracketed, bracketed + ":" + p};
+  if (loopback(o.host))
+    for (const char* h : {"localhost", "127.0.0.1", "[::1]"}) {
+      m.hosts.push_back(h);
+      m.hosts.push_back(std::string(h) + ":" + p);
+    }
+  for (const std::string& h : o.public_hosts) m.hosts.push_back(h);
+}
+
+Console::~Console() { stop(); }
+
+void Console::serve() { impl_->server->listen_after_bind(); }
+
+void Console::stop() {
+  if (impl_ && impl_->server) impl_->server->stop();
+}
+
+int Console::port() const noexcept { return impl_->port; }
+
+std::string Console::url() const {
+  const std::string& h = impl_->opt.host;
+  return std::string(impl_->tls ? "https" : "http") + "://" +
+         (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port());
+}
+
+std::string Console::login_url() const {
+  if (impl_->start_token.empty()) return url() + "/login";
+  return url() + "/login?token=" + impl_->start_token;
+}
+
+}  // namespace trellis::web
