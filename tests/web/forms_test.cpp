@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// What the console reads from a request (forms.hpp): forms and query strings, decisions and
+// cancellations from forms and JSON bodies, and the malformed ones refused with bad_request.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "trellis/web/errors.hpp"
+#include "trellis/web/forms.hpp"
+
+namespace ag = trellis::agent;
+namespace web = trellis::web;
+
+TEST_CASE("forms: fields decoded, in order; a bad escape or non-UTF-8 refused") {
+  const web::Form f = web::parse_form("a=1&b=two+words&c=%C3%A9&&d&a=2");
+  REQUIRE(f.fields().size() == 5);
+  CHECK(f.value("a") == "1");  // the first of a repeated name
+  CHECK(f.value("b") == "two words");
+  CHECK(f.value("c") == "\xC3\xA9");
+  CHECK(f.get("d") == std::string());
+  CHECK_FALSE(f.get("e"));
+  CHECK(f.value("e", "x") == "x");
+  CHECK(web::parse_form("").fields().empty());
+  for (const char* bad : {"a=%", "a=%4", "a=%zz", "%G1=x", "a=%FF"})
+    CHECK_THROWS_AS(web::parse_form(bad), web::bad_request);
+  CHECK_THROWS_AS(web::parse_form("a&b&c", 2), web::bad_request);
+}
+
+TEST_CASE("forms: url_encode is undone by parse_form") {
+  const std::string text = "run 7/é&x=%+";
+  const std::string encoded = web::url_encode(text);
+  CHECK(encoded.find_first_of(" /&=%+") == encoded.find('%'));  // only its own escapes
+  CHECK(web::parse_form("v=" + encoded).value("v") == text);
+}
+
+TEST_CASE("forms: decisions from a form name the reviewer given, never a field") {
+  auto a = web::decision_from_form(web::parse_form("request=4&decision=approve&comment=ok"), "ana");
+  CHECK(a.request == "4");
+  CHECK(std::get<ag::Approve>(a.decision) == ag::Approve{"ana", "ok"});
+  a = web::decision_from_form(web::parse_form("request=4&decision=reject&reason=no"), "ana");
+  CHECK(std::get<ag::Reject>(a.decision) == ag::Reject{"no", "ana"});
+  a = web::decision_from_form(web::parse_form("request=4&decision=input&input=%7B%22n%22%3A1%7D"),
+                              "ana");
+  CHECK(std::get<ag::Input>(a.decision).value == nlohmann::json{{"n", 1}});
+  for (const char* bad :
+       {"decision=approve", "request=x4&decision=approve", "request=4", "request=4&decision=maybe",
+        "request=4&decision=reject", "request=4&decision=input", "request=4&decision=input&input={",
+        "request=4&decision=approve&reviewer=bob", "request=4&decision=approve&by=bob"})
+    CHECK_THROWS_AS(web::decision_from_form(web::parse_form(bad), "ana"), web::bad_request);
+}
+
+TEST_CASE("forms: decisions and cancellations from JSON bodies") {
+  auto a = web::decision_from_json(R"({"request":"2","decision":"input","input":[1,2]})", "bo");
+  CHECK(a.request == "2");
+  CHECK(std::get<ag::Input>(a.decision) == ag::Input{nlohmann::json{1, 2}, "bo"});
+  CHECK(web::cancel_from_json(R"({"reason":"dup"})").reason == "dup");
+  CHECK(web::cancel_from_json("{}").reason.empty());
+  for (const char* bad :
+       {"", "[]", "{", R"({"request":2,"decision":"approve"})", R"({"request":"2","decision":1})",
+        R"({"request":"2","decision":"approve","reviewer":"x"})"})
+    CHECK_THROWS_AS(web::decision_from_json(bad, "bo"), web::bad_request);
+  CHECK_THROWS_AS(web::cancel_from_json(R"({"reason":7})"), web::bad_request);
+}
