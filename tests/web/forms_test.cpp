@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 
 #include "trellis/web/errors.hpp"
@@ -61,4 +64,19 @@ TEST_CASE("forms: decisions and cancellations from JSON bodies") {
         R"({"request":"2","decision":"approve","reviewer":"x"})"})
     CHECK_THROWS_AS(web::decision_from_json(bad, "bo"), web::bad_request);
   CHECK_THROWS_AS(web::cancel_from_json(R"({"reason":7})"), web::bad_request);
+}
+
+TEST_CASE("web errors: each class reports its code, and docs/errors.md documents it") {
+  std::ifstream doc(TRELLIS_DOCS_DIR "/errors.md");
+  REQUIRE(doc.good());
+  const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  const web::bad_request a("x");
+  const web::users_file_error b("x");
+  const web::refused_option c("x");
+  for (const trellis::error* e : std::initializer_list<const trellis::error*>{&a, &b, &c}) {
+    CAPTURE(e->id());
+    CHECK(e->id().starts_with("web."));
+    CHECK(text.find("| `" + std::string(e->id()) + "` |") != std::string::npos);
+  }
+  CHECK(dynamic_cast<const trellis::invalid_option*>(&c) != nullptr);
 }
