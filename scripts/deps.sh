@@ -19,6 +19,8 @@ packages=(
   libcli11-dev              # the `trellis` command's argument parser (header-only)
   libyaml-cpp-dev           # graph files (YAML and JSON), trellis::flow
   libcpp-httplib-dev        # the operator console's HTTP server (trellis serve, trellis::web)
+  chromium chromium-driver  # the console's browser tests (headless, driven by Selenium)
+  python3-selenium          # ... their driver, for Debian's python3
   graphviz                  # `dot`: SVG pictures (trellis runs draw --format svg, examples)
   clang-format              # the style check in .ci/run
   faketime                  # the chaos suite's skewed-clock worker (libfaketime)

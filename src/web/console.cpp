@@ -321,11 +321,15 @@ struct Console::Impl {
     const auto row = [&](const char* label, const std::string& value) {
       out += std::string("<tr><th>") + label + "</th><td>" + value + "</td></tr>";
     };
-    if (!request["action"].is_null()) row("What will happen", escape(request["action"].dump()));
+    const auto text = [](const json& v) {
+      return escape(v.is_string() ? v.get<std::string>()
+                                  : v.dump(-1, ' ', false, json::error_handler_t::replace));
+    };
+    if (!request["action"].is_null()) row("What will happen", text(request["action"]));
     if (!request["proposed_input"].is_null())
       row("Proposed input",
           "<pre class=\"proposed\">" + escape(pretty(request["proposed_input"])) + "</pre>");
-    if (!request["risk_reason"].is_null()) row("Risk", escape(request["risk_reason"].dump()));
+    if (!request["risk_reason"].is_null()) row("Risk", text(request["risk_reason"]));
     row("Expires", request["expires_at"].is_null()
                        ? std::string("never")
                        : escape(request["expires_at"].get<std::string>()));

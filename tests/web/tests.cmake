@@ -19,3 +19,20 @@ if(TRELLIS_FUZZ)
   target_compile_options(trellis_fuzz_web_forms PRIVATE -fsanitize=fuzzer)
   target_link_options(trellis_fuzz_web_forms PRIVATE -fsanitize=fuzzer)
 endif()
+
+# The console in a real browser: headless Chromium driven by Selenium (Debian's chromium,
+# chromium-driver, python3-selenium, for Debian's own python3), over the examples' runs.
+# Screenshots go to <build>/screenshots (scripts/screenshots.sh copies them to docs/images/).
+# Reported as skipped (77) where Selenium or Chromium is missing.
+if(TRELLIS_BUILD_EXAMPLES)
+  find_program(TRELLIS_SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(TRELLIS_SYSTEM_PYTHON3)
+    add_test(NAME trellis_web_browser
+      COMMAND ${TRELLIS_SYSTEM_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/browser_test.py
+              $<TARGET_FILE:trellis_command> $<TARGET_FILE:draft_review_revise>
+              $<TARGET_FILE:refund_agent> ${CMAKE_CURRENT_LIST_DIR}/../cli/graphs/gated.yaml
+              ${PROJECT_BINARY_DIR}/screenshots)
+    set_tests_properties(trellis_web_browser PROPERTIES LABELS "browser" TIMEOUT 300
+                                                        SKIP_RETURN_CODE 77)
+  endif()
+endif()
