@@ -35,67 +35,17 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "sqlite_runs.hpp"
 
 namespace {
 
 namespace ag = trellis::agent;
 namespace fs = std::filesystem;
 
-constexpr int kRuns = 100'000;
+using trellis_bench::build_database;
+using trellis_bench::kRuns;
 
 fs::path g_db;
-
-std::string run_id(int i) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "run-%06d", i);
-  return buf;
-}
-
-std::string at(int seconds) {
-  const std::chrono::system_clock::time_point t{std::chrono::seconds(1'700'000'000 + seconds)};
-  return ag::detail::format_time(t);
-}
-
-ag::Checkpoint checkpoint(int i, std::uint64_t seq, ag::RunStatus status) {
-  ag::Checkpoint c;
-  c.run_id = run_id(i);
-  c.seq = seq;
-  c.status = status;
-  c.next_node = seq == 0 ? "draft" : "review";
-  c.step = seq;
-  c.state = {{"count", seq}, {"text", "a small state of a few dozen bytes"}};
-  c.fingerprint = "draft,review,revise@1";
-  c.created_at = at(i + static_cast<int>(seq));
-  return c;
-}
-
-ag::RunStatus final_status(int i) {
-  if (i % 10 == 0) return ag::RunStatus::WaitingApproval;
-  switch (i % 4) {
-    case 0:
-      return ag::RunStatus::Running;
-    case 1:
-      return ag::RunStatus::Succeeded;
-    case 2:
-      return ag::RunStatus::Failed;
-    default:
-      return ag::RunStatus::Cancelled;
-  }
-}
-
-void build_database(const fs::path& db) {
-  const auto start = std::chrono::steady_clock::now();
-  ag::SqliteStore store(db, {.synchronous = ag::SqliteSynchronous::off});
-  for (int i = 0; i < kRuns; ++i) {
-    store.create(checkpoint(i, 0, ag::RunStatus::Queued));
-    store.commit(checkpoint(i, 1, ag::RunStatus::Running), 0);
-    ag::Checkpoint last = checkpoint(i, 2, final_status(i));
-    if (last.status == ag::RunStatus::WaitingApproval) last.interrupt = ag::Interrupt{"ok?"};
-    store.commit(last, 1);
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("built %d runs (3 checkpoints each) in %.1f s: %s\n", kRuns, s, db.c_str());
-}
 
 void set_counters(benchmark::State& st, std::size_t listed) {
   st.counters["runs"] = static_cast<double>(listed);

@@ -4,6 +4,7 @@
 #include "trellis/web/console.hpp"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -116,6 +117,20 @@ std::string since_text(const std::string& text) {
   return text;
 }
 
+/// Whether an executable `name` is on PATH.
+bool on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (::access(((dir.empty() ? std::string(".") : dir) + "/" + name).c_str(), X_OK) == 0)
+      return true;
+  }
+  return false;
+}
+
 std::string pretty(const json& v) { return v.dump(2, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
@@ -130,6 +145,7 @@ struct Console::Impl {
   int port = 0;
   bool tls = false;
   std::vector<std::string> hosts;  ///< the Host headers accepted
+  bool have_dot = false;           ///< Graphviz's dot is on PATH (else pictures as Mermaid text)
 
   struct Session {
     std::string user, csrf;
@@ -339,6 +355,27 @@ struct Console::Impl {
     return out;
   }
 
+  /// The form that records whether the run's effect in doubt happened (reconcile_run).
+  std::string reconcile_form(const std::string& run, const Who& w) {
+    std::string keys;
+    for (const ag::EffectRecord& r : store.effects(run))
+      if (r.status == ag::EffectStatus::started && r.policy == ag::EffectPolicy::at_most_once)
+        keys += "<option value=\"" + escape(r.key) + "\">" + escape(r.name) + " (" +
+                escape(r.key.substr(0, 12)) + ")</option>";
+    if (keys.empty()) return {};
+    return "<h2>An effect in doubt</h2><form method=\"post\" id=\"reconcile\" action=\"/runs/" +
+           escape(url_encode(run)) +
+           "/reconcile\"><input type=\"hidden\" name=\"csrf\" "
+           "value=\"" +
+           escape(w.csrf) + "\"><label>Effect <select name=\"key\">" + keys +
+           "</select></label> <label><input type=\"radio\" name=\"happened\" value=\"yes\" "
+           "required> it happened</label> <label><input type=\"radio\" name=\"happened\" "
+           "value=\"no\"> it did not</label><br><label>Its result (JSON, when it happened) "
+           "<textarea name=\"result\">null</textarea></label><br><input name=\"reason\" "
+           "placeholder=\"how you know (required)\" required> <button type=\"submit\">"
+           "Record…</button></form>";
+  }
+
   std::string run_body(const std::string& run, const Who& w) {
     const json doc = cli::run_document(store, run);
     const json& sum = doc["run"];
@@ -368,10 +405,19 @@ struct Console::Impl {
               "\"><input name=\"reason\" placeholder=\"why cancel\"> <button type=\"submit\">"
               "Cancel run…</button></form>";
 
-    // The picture: SVG drawn by Graphviz (an <img>: a picture, never a script), else Mermaid.
+    // The picture: SVG drawn by Graphviz (an <img>: a picture, never a script), else the
+    // Mermaid text.
     body += "<h2>Graph</h2>";
-    body += "<img id=\"picture\" alt=\"the run's path over its graph\" src=\"/runs/" +
-            escape(url_encode(run)) + "/picture.svg\">";
+    if (have_dot)
+      body += "<img id=\"picture\" alt=\"the run's path over its graph\" src=\"/runs/" +
+              escape(url_encode(run)) + "/picture.svg\">";
+    else
+      body += "<pre id=\"picture-text\">" + escape(cli::draw_run(store, run, "mermaid").text) +
+              "</pre><p class=\"note\">(Graphviz's dot is not installed: the Mermaid text.)</p>";
+
+    // A reconciliation, when the run failed with an effect in doubt.
+    if (!opt.read_only && sum["reason"] == "reconciliation_required")
+      body += reconcile_form(run, w);
 
     // The timeline: every checkpoint, with the state's changes.
     const json history = cli::history_document(store, run, true);
@@ -661,6 +707,36 @@ struct Console::Impl {
              res.set_redirect("/runs/" + url_encode(run), 303);
            }));
 
+    s.Post(R"(/runs/([^/]+)/reconcile)",
+           post_route([this](const httplib::Request& req, httplib::Response& res, const Who& w,
+                             const Form& form) {
+             const std::string run = req.matches[1];
+             const ag::Reconciliation r = reconciliation_from_form(form, w.user);
+             if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
+               std::string body = "<h1>Record for run " + escape(run) + "?</h1><p>Effect <code>" +
+                                  escape(r.key) + "</code> " +
+                                  (r.happened ? "happened, with result <code>" +
+                                                    escape(r.result.dump()) + "</code>"
+                                              : std::string("did not happen")) +
+                                  ", because: " + escape(r.reason) +
+                                  ". The run reopens; a resume continues from this receipt.</p>"
+                                  "<form method=\"post\" id=\"confirm\" action=\"/runs/" +
+                                  escape(url_encode(run)) + "/reconcile\">";
+               for (const auto& [k, v] : form.fields())
+                 if (k != "confirmed")
+                   body += "<input type=\"hidden\" name=\"" + escape(k) + "\" value=\"" +
+                           escape(v) + "\">";
+               body +=
+                   "<input type=\"hidden\" name=\"confirmed\" value=\"yes\"><button "
+                   "type=\"submit\">Yes, record it</button> <a href=\"/runs/" +
+                   escape(url_encode(run)) + "\">No</a></form>";
+               html(res, detail::page(frame("Reconcile " + run, w), body));
+               return;
+             }
+             ag::reconcile_run(store, run, r);
+             res.set_redirect("/runs/" + url_encode(run), 303);
+           }));
+
     // The API: the `trellis` command's -o json documents.
     s.Get("/api/v1/runs",
           api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
@@ -761,6 +837,7 @@ Console::Console(ag::Store& store, ConsoleOptions options)
     m.users.add(o.user.empty() ? default_user() : o.user, m.start_token);
   }
   m.secret = Users::new_token();
+  m.have_dot = on_path("dot");
   if (m.tls) {
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     m.server = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());

@@ -165,6 +165,22 @@ DecisionAsk decision_from_json(std::string_view body, const std::string& reviewe
 
 CancelAsk cancel_from_form(const Form& form) { return CancelAsk{form.value("reason")}; }
 
+agent::Reconciliation reconciliation_from_form(const Form& form, const std::string& by) {
+  agent::Reconciliation r;
+  r.key = form.value("key");
+  if (r.key.empty()) missing("key", "is required (the effect's key)");
+  const std::string happened = form.value("happened");
+  if (happened != "yes" && happened != "no") missing("happened", "must be yes or no");
+  r.happened = happened == "yes";
+  const std::string result = form.value("result", "null");
+  r.result = nlohmann::json::parse(result, nullptr, false);
+  if (r.result.is_discarded()) missing("result", "is not JSON");
+  r.reason = form.value("reason");
+  if (r.reason.empty()) missing("reason", "is required: how you know");
+  r.by = by;
+  return r;
+}
+
 CancelAsk cancel_from_json(std::string_view body) {
   const nlohmann::json j = parse_object(body);
   return CancelAsk{text_member(j, "reason").value_or("")};

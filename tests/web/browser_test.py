@@ -78,6 +78,12 @@ try:
     for r in ("run-7", "r-big", "x-1"):
         if status(r) != "WaitingApproval":
             fail(f"{r} does not wait for approval")
+    # And a refund cut off by a kill after the payment, before its receipt: in doubt.
+    run("env", "TRELLIS_FAILPOINT=effect.after_call", refund, work, "start", "r-cut", "60",
+        want=-9)  # killed by its failpoint (SIGKILL)
+    run(refund, work, "resume", "r-cut", want=3)
+    if show("r-cut")["run"]["reason"] != "reconciliation_required":
+        fail("r-cut did not fail with reconciliation_required")
 
     server = subprocess.Popen([trellis, "serve", "--store", store, "--port", "0"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -121,8 +127,8 @@ try:
     if driver.find_element(By.ID, "user").text != "ana":
         fail("the page does not say who is signed in")
     rows = driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
-    if len(rows) != 3:
-        fail(f"the runs page lists {len(rows)} runs, not 3")
+    if len(rows) != 4:
+        fail(f"the runs page lists {len(rows)} runs, not 4")
     os.makedirs(shots, exist_ok=True)
     driver.save_screenshot(os.path.join(shots, "runs.png"))
 
@@ -210,8 +216,34 @@ try:
     cancelled = show("x-1")
     if cancelled["cancel_requests"][0]["by"] != "ana":
         fail(f"x-1's cancellation is recorded as {cancelled['cancel_requests']}")
-    print("browser: inbox, approve, reject, resume, cancel, CSRF, markup: ok; screenshots in "
-          + shots)
+
+    # Reconcile r-cut on its page: the payment happened (the ledger says so); after the
+    # confirmation the run reopens, and its program finishes it without paying again.
+    driver.get(base + "/runs/r-cut")
+    form = driver.find_element(By.ID, "reconcile")
+    form.find_element(By.CSS_SELECTOR, "input[name=happened][value=yes]").click()
+    result = form.find_element(By.NAME, "result")
+    result.clear()
+    result.send_keys('{"refund_id":"rf-1"}')
+    form.find_element(By.NAME, "reason").send_keys("payments ledger line 1")
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    wait.until(ec.presence_of_element_located((By.ID, "confirm")))
+    if show("r-cut")["run"]["reason"] != "reconciliation_required":
+        fail("r-cut was reconciled before the confirmation")
+    driver.find_element(By.CSS_SELECTOR, "#confirm button").click()
+    wait.until(ec.presence_of_element_located((By.ID, "status")))
+    reopened = show("r-cut")
+    if reopened["run"]["status"] != "Queued" or reopened["reconciliation"]["by"] != "ana":
+        fail(f"r-cut after the reconciliation: {reopened['run']['status']}, "
+             f"{reopened['reconciliation']}")
+    out = run(refund, work, "resume", "r-cut")
+    if "refund rf-1 of 60.00 paid" not in out:
+        fail("r-cut did not finish from the reconciled receipt:\n" + out)
+    with open(os.path.join(work, "payments.ledger")) as ledger:
+        if len(ledger.readlines()) != 1:
+            fail("the refund was paid again")
+    print("browser: inbox, approve, reject, resume, cancel, reconcile, CSRF, markup: ok; "
+          "screenshots in " + shots)
 finally:
     if driver is not None:
         driver.quit()

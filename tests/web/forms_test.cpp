@@ -80,3 +80,19 @@ TEST_CASE("web errors: each class reports its code, and docs/errors.md documents
   }
   CHECK(dynamic_cast<const trellis::invalid_option*>(&c) != nullptr);
 }
+
+TEST_CASE("forms: a reconciliation from a form, recorded as the signed-in user") {
+  const ag::Reconciliation r = web::reconciliation_from_form(
+      web::parse_form("key=k1&happened=yes&result=%7B%22id%22%3A1%7D&reason=ledger+line+1"), "ana");
+  CHECK(r.key == "k1");
+  CHECK(r.happened);
+  CHECK(r.result == nlohmann::json{{"id", 1}});
+  CHECK(r.reason == "ledger line 1");
+  CHECK(r.by == "ana");
+  CHECK_FALSE(
+      web::reconciliation_from_form(web::parse_form("key=k&happened=no&reason=r"), "a").happened);
+  for (const char* bad :
+       {"happened=yes&reason=r", "key=k&reason=r", "key=k&happened=maybe&reason=r",
+        "key=k&happened=yes", "key=k&happened=yes&reason=r&result={"})
+    CHECK_THROWS_AS(web::reconciliation_from_form(web::parse_form(bad), "a"), web::bad_request);
+}

@@ -35,6 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const web::bad_request&) {
     }
     (void)web::cancel_from_form(form);
+    try {
+      (void)web::reconciliation_from_form(form, "fuzz");
+    } catch (const web::bad_request&) {
+    }
   } catch (const web::bad_request&) {
   }
   try {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/reconciliation.hpp"
 #include "trellis/agent/resume.hpp"
 
 namespace trellis::web {
@@ -64,6 +65,10 @@ struct CancelAsk {
   std::string reason;
 };
 CancelAsk cancel_from_form(const Form& form);
+
+/// A reconciliation from a form: key (the effect's idempotency key), happened ("yes" or "no"),
+/// result (JSON, when it happened; default null), reason (required); recorded as `by`.
+agent::Reconciliation reconciliation_from_form(const Form& form, const std::string& by);
 CancelAsk cancel_from_json(std::string_view body);
 
 }  // namespace trellis::web
