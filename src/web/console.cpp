@@ -9,12 +9,14 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 
@@ -109,6 +111,8 @@ std::string since_text(const std::string& text) {
                          : unit == 'h' ? n * 3600
                          : unit == 'd' ? n * 86400
                                        : n * 604800;
+    if (seconds > 100L * 366 * 86400)
+      throw bad_request("trellis serve: 'since' reaches back more than 100 years");
     return trellis::detail::format_utc(std::chrono::system_clock::now() -
                                        std::chrono::seconds(seconds));
   }
@@ -144,12 +148,17 @@ struct Console::Impl {
   std::unique_ptr<httplib::Server> server;
   int port = 0;
   bool tls = false;
-  std::vector<std::string> hosts;  ///< the Host headers accepted
-  bool have_dot = false;           ///< Graphviz's dot is on PATH (else pictures as Mermaid text)
+  std::vector<std::string> hosts;         ///< the Host headers accepted
+  std::atomic<bool> stopping{false};      ///< stop() was called
+  std::atomic<bool> serve_active{false};  ///< serve() is on its way into (or in) the loop
+  bool have_dot = false;  ///< Graphviz's dot is on PATH (else pictures as Mermaid text)
 
   struct Session {
     std::string user, csrf;
+    std::chrono::steady_clock::time_point used;
   };
+  static constexpr std::size_t kMaxSessions = 10'000;
+  static constexpr std::chrono::hours kIdle{12};
   std::mutex sessions_mutex;
   std::map<std::string, Session, std::less<>> sessions;
 
@@ -165,7 +174,10 @@ struct Console::Impl {
   // --- authentication ------------------------------------------------------------------------
 
   std::optional<Who> who(const httplib::Request& req) {
-    if (!opt.trust_user_header.empty() && loopback(req.remote_addr)) {
+    // The proxy's header: from a loopback peer, and exactly one copy (a proxy that appends
+    // rather than replaces would otherwise let the client's own copy name the user).
+    if (!opt.trust_user_header.empty() && loopback(req.remote_addr) &&
+        req.get_header_value_count(opt.trust_user_header) == 1) {
       const std::string name = req.get_header_value(opt.trust_user_header.c_str());
       if (!name.empty()) {
         // The CSRF token of a header-authenticated user: SHA-256 of this process's secret and
@@ -184,6 +196,12 @@ struct Console::Impl {
     std::lock_guard lock(sessions_mutex);
     const auto it = sessions.find(id);
     if (it == sessions.end()) return std::nullopt;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - it->second.used > kIdle) {
+      sessions.erase(it);
+      return std::nullopt;
+    }
+    it->second.used = now;
     return Who{it->second.user, it->second.csrf, false};
   }
 
@@ -192,7 +210,15 @@ struct Console::Impl {
     const std::string id = Users::new_token();
     {
       std::lock_guard lock(sessions_mutex);
-      sessions[id] = Session{user, Users::new_token()};
+      const auto now = std::chrono::steady_clock::now();
+      if (sessions.size() >= kMaxSessions) {  // the idle ones go first, then the oldest used
+        std::erase_if(sessions, [&](const auto& kv) { return now - kv.second.used > kIdle; });
+        while (sessions.size() >= kMaxSessions)
+          sessions.erase(std::min_element(
+              sessions.begin(), sessions.end(),
+              [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
+      }
+      sessions[id] = Session{user, Users::new_token(), now};
     }
     std::string cookie = std::string(kCookie) + "=" + id + "; Path=/; HttpOnly; SameSite=Strict";
     if (tls) cookie += "; Secure";
@@ -203,6 +229,20 @@ struct Console::Impl {
     const std::string id = cookie_value(req, kCookie);
     std::lock_guard lock(sessions_mutex);
     sessions.erase(id);
+  }
+
+  /// Whether a browser's request comes from this console's own pages: its Origin, when sent, is
+  /// one of the accepted hosts; without one, Sec-Fetch-Site (when sent) is same-origin or none.
+  /// A client that is not a browser sends neither.
+  bool same_origin(const httplib::Request& req) const {
+    const std::string origin = req.get_header_value("Origin");
+    if (!origin.empty()) {
+      const std::size_t scheme = origin.find("://");
+      if (scheme == std::string::npos) return false;
+      return std::find(hosts.begin(), hosts.end(), origin.substr(scheme + 3)) != hosts.end();
+    }
+    const std::string site = req.get_header_value("Sec-Fetch-Site");
+    return site.empty() || site == "same-origin" || site == "none";
   }
 
   // --- responses -----------------------------------------------------------------------------
@@ -227,10 +267,15 @@ struct Console::Impl {
     const std::string body = "<h1>Refused</h1><p class=\"error\" id=\"error\">" + escape(message) +
                              "</p><p><a href=\"/runs\">Runs</a> · <a href=\"/approvals\">"
                              "Approvals</a></p>";
-    if (w)
-      html(res, detail::page(frame("Refused", *w), body), status);
-    else
-      html(res, detail::page(detail::Frame{.title = "Refused"}, body), status);
+    detail::Frame f{.title = "Refused"};
+    if (w) {
+      try {
+        f = frame("Refused", *w);
+      } catch (const std::exception&) {  // the store fails too: the page without the count
+        f = detail::Frame{"Refused", w->user, w->csrf, opt.read_only, 0};
+      }
+    }
+    html(res, detail::page(f, body), status);
   }
 
   static void api_error(httplib::Response& res, int status, const std::string& code,
@@ -571,6 +616,35 @@ struct Console::Impl {
                         "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
+      // Bodies: only plain ones of a declared length within the cap (checked here, before
+      // httplib reads a byte of the body: a chunked or compressed body could exceed it).
+      if (req.has_header("Transfer-Encoding")) {
+        res.status = 411;
+        res.set_content("trellis serve: a body must have a Content-Length (no chunks)\n",
+                        "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (req.has_header("Content-Encoding")) {
+        res.status = 415;
+        res.set_content("trellis serve: compressed bodies are refused\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (req.method == "POST") {
+        const std::string length = req.get_header_value("Content-Length");
+        if (length.empty() || length.size() > 12 ||
+            length.find_first_not_of("0123456789") != std::string::npos) {
+          res.status = 411;
+          res.set_content("trellis serve: a POST needs a Content-Length\n", "text/plain");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (std::stoull(length) > opt.max_body) {
+          res.status = 413;
+          res.set_content(
+              "trellis serve: the body is over " + std::to_string(opt.max_body) + " bytes\n",
+              "text/plain");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("X-Frame-Options", "DENY");
       res.set_header("Referrer-Policy", "no-referrer");
@@ -613,13 +687,25 @@ struct Console::Impl {
     };
     s.Get("/login",
           [this, login_form, try_login](const httplib::Request& req, httplib::Response& res) {
-            const Form q = query(req);
-            if (const std::optional<std::string> token = q.get("token"))
-              return try_login(*token, res);
-            login_form(res, 200, "");
+            try {
+              // Only the token made at start signs in from a URL (the one printed); a users-file
+              // token is typed into the form, so another site cannot sign a visitor in as itself.
+              const Form q = query(req);
+              if (const std::optional<std::string> token = q.get("token");
+                  token && same_secret(*token, start_token))
+                return try_login(*token, res);
+              login_form(res, 200, "");
+            } catch (const bad_request& e) {
+              login_form(res, 400, e.what());
+            }
           });
-    s.Post("/login", [try_login, login_form](const httplib::Request& req, httplib::Response& res) {
+    s.Post("/login", [this, try_login, login_form](const httplib::Request& req,
+                                                   httplib::Response& res) {
       try {
+        if (!same_origin(req)) {
+          login_form(res, 403, "trellis serve: a sign-in must come from this console's page");
+          return;
+        }
         try_login(parse_form(req.body).value("token"), res);
       } catch (const bad_request& e) {
         login_form(res, 400, e.what());
@@ -849,6 +935,12 @@ Console::Console(ag::Store& store, ConsoleOptions options)
     m.server = std::make_unique<httplib::Server>();
   }
   m.routes();
+  // httplib's default also sets SO_REUSEPORT, which would let a second console bind the same
+  // port and take half the connections: SO_REUSEADDR only.
+  m.server->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   if (o.port == 0) {
     m.port = m.server->bind_to_any_port(o.host);
     if (m.port < 0) m.port = 0;
@@ -871,10 +963,21 @@ Console::Console(ag::Store& store, ConsoleOptions options)
 
 Console::~Console() { stop(); }
 
-void Console::serve() { impl_->server->listen_after_bind(); }
+void Console::serve() {
+  Impl& m = *impl_;
+  m.serve_active = true;
+  if (!m.stopping) m.server->listen_after_bind();
+  m.serve_active = false;
+}
 
 void Console::stop() {
-  if (impl_ && impl_->server) impl_->server->stop();
+  if (!impl_ || !impl_->server) return;
+  Impl& m = *impl_;
+  m.stopping = true;
+  // A serve() already past its check: wait until it listens, so that stop() reaches it.
+  while (m.serve_active && !m.server->is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  m.server->stop();
 }
 
 int Console::port() const noexcept { return impl_->port; }

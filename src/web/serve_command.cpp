@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -18,8 +19,9 @@ namespace trellis::web {
 
 namespace {
 
-volatile std::sig_atomic_t stop_asked = 0;
-extern "C" void on_stop(int) { stop_asked = 1; }
+std::atomic<bool> stop_asked{false};  // lock-free: safe to set from a signal handler
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_stop(int) { stop_asked = true; }
 
 }  // namespace
 
@@ -72,6 +74,7 @@ int serve_command(const std::vector<std::string>& args,
     Console console(own ? *own : store(), o);
     std::cout << "trellis serve: " << console.url() << (o.read_only ? " (read-only)" : "")
               << "\nsign in: " << console.login_url() << std::endl;
+    stop_asked = false;
     struct sigaction act {};
     act.sa_handler = on_stop;
     sigemptyset(&act.sa_mask);

@@ -70,10 +70,14 @@ Users Users::load(const std::filesystem::path& file) {
       throw users_file_error("trellis serve: " + where() +
                              ": expected \"NAME sha256:HEX\" (64 lower-case hex digits; "
                              "trellis serve --new-token NAME prints one)");
-    for (const Entry& e : users.users_)
+    for (const Entry& e : users.users_) {
       if (e.name == name)
         throw users_file_error("trellis serve: " + where() + ": user '" + name +
                                "' is listed twice");
+      if (e.sha256 == hash.substr(7))
+        throw users_file_error("trellis serve: " + where() + ": user '" + name +
+                               "' has the token of user '" + e.name + "'");
+    }
     users.users_.push_back(Entry{name, hash.substr(7)});
   }
   if (in.bad())

@@ -147,14 +147,14 @@ try:
     form = blocks["run-7"].find_element(By.CSS_SELECTOR, "form.approve")
     form.find_element(By.NAME, "comment").send_keys("looks right")
     form.find_element(By.CSS_SELECTOR, "button").click()
-    wait.until(ec.url_contains("/approvals"))
+    wait.until(ec.staleness_of(form))  # the next page is loaded
     # Reject r-big with a reason.
     block = next(b for b in driver.find_elements(By.CSS_SELECTOR, "div.request")
                  if b.get_attribute("data-run") == "r-big")
     form = block.find_element(By.CSS_SELECTOR, "form.reject")
     form.find_element(By.NAME, "reason").send_keys("refund too large without a receipt")
     form.find_element(By.CSS_SELECTOR, "button").click()
-    wait.until(ec.url_contains("/approvals"))
+    wait.until(ec.staleness_of(form))
     left = [b.get_attribute("data-run") for b in driver.find_elements(By.CSS_SELECTOR, "div.request")]
     if left != ["x-1"]:
         fail(f"after two decisions the inbox shows {left}")
