@@ -23,8 +23,9 @@
 ///   header names the user, from loopback peers only. The reviewer of a decision and the author
 ///   of a cancellation is the authenticated user, never a field.
 /// - Every form carries a CSRF token bound to the session; a post without it is refused (403).
-/// - Bodies over max_body bytes are refused (413); everything shown is HTML-escaped (a run's
-///   state is untrusted data); read_only refuses every change (403) and shows no forms.
+/// - Bodies over max_body bytes are refused (413) before they are read, and so are chunked (411)
+///   and compressed (415) ones; everything shown is HTML-escaped (a run's state is untrusted
+///   data); read_only refuses every change (403) and shows no forms.
 
 #include <cstddef>
 #include <memory>
@@ -65,7 +66,8 @@ class Console {
 
   /// Serves requests until stop() (from another thread or a signal handler's thread).
   void serve();
-  /// Makes serve() return; idempotent.
+  /// Makes serve() return (or a serve() not yet started return at once); idempotent. The
+  /// console must outlive the thread in serve().
   void stop();
 
   int port() const noexcept;
