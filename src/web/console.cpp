@@ -668,7 +668,7 @@ struct Console::Impl {
     });
 
     // Signing in and out.
-    const auto login_form = [this](httplib::Response& res, int status, const std::string& why) {
+    const auto login_form = [](httplib::Response& res, int status, const std::string& why) {
       std::string body = "<h1>Sign in</h1>";
       if (!why.empty()) body += "<p class=\"error\" id=\"error\">" + escape(why) + "</p>";
       body +=
