@@ -117,6 +117,7 @@ void approval_round_trip(benchmark::State& st) {
   Served s(*store);
   httplib::Client c("127.0.0.1", s.console.port());
   c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);
   const httplib::Headers headers{{"Authorization", "Bearer " + s.token}};
   int i = 0;
   bool ok = true;

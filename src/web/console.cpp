@@ -937,6 +937,7 @@ Console::Console(ag::Store& store, ConsoleOptions options)
   m.routes();
   // httplib's default also sets SO_REUSEPORT, which would let a second console bind the same
   // port and take half the connections: SO_REUSEADDR only.
+  m.server->set_tcp_nodelay(true);  // no Nagle delay on a small answer to a kept-alive client
   m.server->set_socket_options([](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
