@@ -553,21 +553,14 @@ struct Console::Impl {
   /// A page's change: authenticated, CSRF-checked, refused when read-only.
   template <class F>
   httplib::Server::Handler post_route(F body) {
-    return page_route(
-        [this, body](const httplib::Request& req, httplib::Response& res, const Who& w) {
-          const Form form = parse_form(req.body);
-          if (w.bearer || !same_secret(form.value("csrf"), w.csrf)) {
-            error_page(res, &w, 403,
-                       "trellis serve: this form has no valid CSRF token; reload the "
-                       "page and try again");
-            return;
-          }
-          if (opt.read_only) {
-            error_page(res, &w, 403, "trellis serve: the console is read-only");
-            return;
-          }
-          body(req, res, w, form);
-        });
+    return post_route_any([this, body](const httplib::Request& req, httplib::Response& res,
+                                       const Who& w, const Form& form) {
+      if (opt.read_only) {
+        error_page(res, &w, 403, "trellis serve: the console is read-only");
+        return;
+      }
+      body(req, res, w, form);
+    });
   }
 
   template <class F>
@@ -892,7 +885,9 @@ struct Console::Impl {
         [this, body](const httplib::Request& req, httplib::Response& res, const Who& w) {
           const Form form = parse_form(req.body);
           if (w.bearer || !same_secret(form.value("csrf"), w.csrf)) {
-            error_page(res, &w, 403, "trellis serve: this form has no valid CSRF token");
+            error_page(res, &w, 403,
+                       "trellis serve: this form has no valid CSRF token; reload the page and try "
+                       "again");
             return;
           }
           body(req, res, w, form);
