@@ -6,8 +6,13 @@
 ///   waiting approvals the navigation shows) over a SqliteStore of 100,000 runs, signed in; the
 ///   time is the client's (request, server, response over loopback), an upper bound of the
 ///   server's time. Target <= 200 ms.
-/// - `baseline/list_runs/SqliteStore/100000`: what that page reads, without HTTP or HTML:
-///   list_runs() of every run and of the waiting ones, on the same store object.
+/// - `console/runs_page_far/SqliteStore/100000`: GET /runs?after=run-090000 (a page 1,800
+///   pages in: the store seeks to it in its run id index; nothing before it is read).
+/// - `baseline/runs_page_reads/SqliteStore/100000`: what that page reads, without HTTP or HTML:
+///   list_runs of a page (limit 51: one more tells whether a next page exists) and count_runs
+///   of the waiting runs, on the same store object.
+/// - `baseline/list_runs/SqliteStore/100000`: list_runs() of every run and of the waiting ones:
+///   what the page read before the stores paged (RunFilter::limit, after) and counted.
 /// - `console/approval_round_trip/SqliteStore`: POST /api/v1/runs/RUN/decision (an approval,
 ///   bearer token) until its answer, each on another waiting run of a small SqliteStore (its
 ///   default durability: the commit is fsync'd). Target: <= 50 ms plus the store's commit.
@@ -69,7 +74,9 @@ struct Served {
   ~Served() { console.stop(); }
 };
 
-void runs_page(benchmark::State& st) {
+/// GET `target` over the 100,000-run store, which must show `first` and `last` and not `beyond`.
+void runs_page_at(benchmark::State& st, const std::string& target, const std::string& first,
+                  const std::string& last, const std::string& beyond) {
   ag::SqliteStore store(g_db, {.read_only = true});
   Served s(store);
   httplib::Client c("127.0.0.1", s.console.port());
@@ -77,11 +84,31 @@ void runs_page(benchmark::State& st) {
   const httplib::Headers headers{{"Cookie", s.cookie}};
   bool ok = true;
   for (auto _ : st) {
-    const auto res = c.Get("/runs", headers);
-    ok = ok && res && res->status == 200 && res->body.find("run-000049") != std::string::npos &&
-         res->body.find("run-000050") == std::string::npos;
+    const auto res = c.Get(target, headers);
+    ok = ok && res && res->status == 200 && res->body.find(first) != std::string::npos &&
+         res->body.find(last) != std::string::npos && res->body.find(beyond) == std::string::npos;
   }
-  trellis_bench::check(st, ok, "GET /runs did not answer the first page of 50");
+  trellis_bench::check(st, ok, "GET " + target + " did not answer its page of 50");
+}
+
+void runs_page(benchmark::State& st) {
+  runs_page_at(st, "/runs", "run-000000", "run-000049", "run-000050");
+}
+
+void runs_page_far(benchmark::State& st) {
+  runs_page_at(st, "/runs?after=run-090000", "run-090001", "run-090050", "run-090051");
+}
+
+void runs_page_reads_baseline(benchmark::State& st) {
+  ag::SqliteStore store(g_db, {.read_only = true});
+  std::size_t listed = 0;
+  for (auto _ : st) {
+    const auto page = store.list_runs(ag::RunFilter{.limit = 51});
+    listed =
+        page.size() + store.count_runs(ag::RunFilter{.status = ag::RunStatus::WaitingApproval});
+    benchmark::DoNotOptimize(listed);
+  }
+  trellis_bench::check(st, listed == 51 + kRuns / 10, "the page's reads listed the wrong runs");
 }
 
 void list_runs_baseline(benchmark::State& st) {
@@ -197,6 +224,15 @@ int main(int argc, char** argv) {
   trellis_bench::build_database(g_db);
   const std::string n = "/" + std::to_string(kRuns);
   benchmark::RegisterBenchmark(("console/runs_page/SqliteStore" + n).c_str(), runs_page)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(20);
+  benchmark::RegisterBenchmark(("console/runs_page_far/SqliteStore" + n).c_str(), runs_page_far)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(20);
+  benchmark::RegisterBenchmark(("baseline/runs_page_reads/SqliteStore" + n).c_str(),
+                               runs_page_reads_baseline)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->Iterations(20);

@@ -1580,8 +1580,10 @@ std::vector<RunSummary> FileStore::read_summaries(const RunFilter& filter) {
        listing.index_lines > 2 * listing.runs.size() + 1024 || index_->due))
     listing = compact();
   std::vector<RunSummary> out;
-  for (IndexEntry& e : listing.runs)
+  for (IndexEntry& e : listing.runs) {
+    if (filter.limit > 0 && out.size() == filter.limit) break;
     if (filter.matches(e.summary)) out.push_back(std::move(e.summary));
+  }
   return out;
 }
 

@@ -234,8 +234,11 @@ std::vector<CancelRequest> MemoryStore::read_cancel_requests(std::string_view ru
 std::vector<RunSummary> MemoryStore::read_summaries(const RunFilter& filter) {
   std::lock_guard lock(m_);
   std::vector<RunSummary> out;
-  for (const auto& [id, run] : runs_) {  // std::map: ordered by run id
-    RunSummary s = summarize(run.checkpoints.back(), run.created_at);
+  // std::map: ordered by run id; a page starts after its `after`.
+  for (auto it = filter.after.empty() ? runs_.begin() : runs_.upper_bound(filter.after);
+       it != runs_.end(); ++it) {
+    if (filter.limit > 0 && out.size() == filter.limit) break;
+    RunSummary s = summarize(it->second.checkpoints.back(), it->second.created_at);
     if (filter.matches(s)) out.push_back(std::move(s));
   }
   return out;

@@ -1054,23 +1054,52 @@ std::vector<CancelRequest> PostgresStore::read_cancel_requests(std::string_view 
   return out;
 }
 
+namespace {
+
+// The filter's conditions over the runs table ($1..$5: status, since, node, the graph prefix,
+// the page's start; NULL: no condition) and their values. run_id and fingerprint are "C"
+// collated: byte order, as RunFilter::after says.
+constexpr const char* kSummaryWhere =
+    " FROM runs WHERE newest_seq IS NOT NULL AND ($1::text IS NULL OR status=$1) AND "
+    "($2::text IS NULL OR updated_at >= $2) AND ($3::text IS NULL OR next_node=$3) AND "
+    "($4::text IS NULL OR left(fingerprint, length($4))=$4) AND "
+    "($5::text IS NULL OR run_id > $5)";
+
+std::vector<Param> filter_params(const RunFilter& filter) {
+  const auto text_or_null = [](const std::string& t) { return t.empty() ? Param() : Param(t); };
+  return {
+      filter.status ? Param(std::string(enumeration<RunStatus>::name(*filter.status))) : Param(),
+      text_or_null(filter.since), text_or_null(filter.node), text_or_null(filter.graph),
+      text_or_null(filter.after)};
+}
+
+}  // namespace
+
 std::vector<RunSummary> PostgresStore::read_summaries(const RunFilter& filter) {
   Db& db = *db_;
+  std::vector<Param> params = filter_params(filter);
+  // LIMIT NULL: no limit.
+  params.push_back(filter.limit > 0
+                       ? Param(num(std::uint64_t{std::min<std::size_t>(filter.limit, INT64_MAX)}))
+                       : Param());
   Result r = db.with_connection([&](Connection& c) {
-    return c.one(Statement{
-        "summaries",
-        std::string("SELECT ") + kSummaryColumns +
-            " FROM runs WHERE newest_seq IS NOT NULL AND ($1::text IS NULL OR status=$1) AND "
-            "($2::text IS NULL OR updated_at >= $2) AND ($3::text IS NULL OR next_node=$3) "
-            "ORDER BY run_id",
-        {filter.status ? Param(std::string(enumeration<RunStatus>::name(*filter.status))) : Param(),
-         filter.since.empty() ? Param() : Param(filter.since),
-         filter.node.empty() ? Param() : Param(filter.node)},
-        false});
+    return c.one(Statement{"summaries",
+                           std::string("SELECT ") + kSummaryColumns + kSummaryWhere +
+                               " ORDER BY run_id LIMIT $6::bigint",
+                           std::move(params), false});
   });
   std::vector<RunSummary> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(db.summary_of(r, i));
   return out;
+}
+
+std::size_t PostgresStore::read_count(const RunFilter& filter) {
+  Db& db = *db_;
+  Result r = db.with_connection([&](Connection& c) {
+    return c.one(Statement{"count_runs", std::string("SELECT count(*)") + kSummaryWhere,
+                           filter_params(filter), false});
+  });
+  return static_cast<std::size_t>(std::stoull(r.text(0, 0)));
 }
 
 std::vector<RunSummary> PostgresStore::read_due(const std::string& now,

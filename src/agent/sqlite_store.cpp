@@ -1343,6 +1343,34 @@ std::vector<CancelRequest> SqliteStore::read_cancel_requests(std::string_view ru
   return out;
 }
 
+namespace {
+
+// The filter's WHERE clause over the runs table (version 5 on) and its bindings: status
+// (over the runs_by_status index), since, node, the graph prefix and the page's start.
+std::string summary_where(const RunFilter& filter) {
+  std::vector<std::string> where;
+  if (filter.status) where.emplace_back("status=?1");
+  if (!filter.since.empty()) where.emplace_back("newest_at>=?2");
+  if (!filter.node.empty()) where.emplace_back("next_node=?3");
+  if (!filter.graph.empty()) where.emplace_back("substr(fingerprint,1,length(?4))=?4");
+  if (!filter.after.empty()) where.emplace_back("run_id>?5");  // BINARY collation: byte order
+  std::string sql;
+  for (std::size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
+  return sql;
+}
+
+// Binds the values summary_where's clause names (`Query`: Db::Query).
+template <class Query>
+void bind_filter(Query& q, const RunFilter& filter) {
+  if (filter.status) q.bind(1, enumeration<RunStatus>::name(*filter.status));
+  if (!filter.since.empty()) q.bind(2, filter.since);
+  if (!filter.node.empty()) q.bind(3, filter.node);
+  if (!filter.graph.empty()) q.bind(4, filter.graph);
+  if (!filter.after.empty()) q.bind(5, filter.after);
+}
+
+}  // namespace
+
 std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
   std::lock_guard lock(m_);
   Db& db = *db_;
@@ -1355,30 +1383,27 @@ std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
       while (q.step()) rows.emplace_back(q.integer(0), static_cast<std::uint64_t>(q.integer(2)));
     }
     for (const auto& [id, newest_seq] : rows) {
+      if (filter.limit > 0 && out.size() == filter.limit) break;
       std::optional<RunSummary> s = db.summary_of(*db.chain_to, *db.oldest_seq, id, newest_seq);
       if (s && filter.matches(*s)) out.push_back(std::move(*s));
     }
     return out;
   }
-  // The filter in WHERE (the status one over the runs_by_status index), ordered by run id.
   // Columns 0-9 are the index's; then due and priority (version 6), or the row id (version 5,
-  // read-only: the due time is decoded from the newest checkpoint).
+  // read-only: the due time is decoded from the newest checkpoint). Ordered by run id (the
+  // unique index on it), so a LIMIT stops the reading at the page's end.
   const bool has_due = db.version >= 6;
   std::string sql =
       "SELECT run_id, status, reason, next_node, step, newest_seq, created_at, newest_at, "
       "fingerprint, request, ";
   sql += has_due ? "due, priority FROM runs" : "id FROM runs";
-  std::vector<std::string> where;
-  if (filter.status) where.emplace_back("status=?1");
-  if (!filter.since.empty()) where.emplace_back("newest_at>=?2");
-  if (!filter.node.empty()) where.emplace_back("next_node=?3");
-  for (std::size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
-  sql += " ORDER BY run_id";
+  sql += summary_where(filter) + " ORDER BY run_id LIMIT ?6";
   Db::Stmt stmt(db, sql.c_str());
   Db::Query q(stmt);
-  if (filter.status) q.bind(1, enumeration<RunStatus>::name(*filter.status));
-  if (!filter.since.empty()) q.bind(2, filter.since);
-  if (!filter.node.empty()) q.bind(3, filter.node);
+  bind_filter(q, filter);
+  q.bind(6, filter.limit > 0
+                ? static_cast<std::int64_t>(std::min<std::size_t>(filter.limit, INT64_MAX))
+                : std::int64_t{-1});  // -1: no limit
   while (q.step()) {
     RunSummary& s = out.emplace_back(db.summary_row(q, has_due));
     if (!has_due) {
@@ -1391,6 +1416,21 @@ std::vector<RunSummary> SqliteStore::read_summaries(const RunFilter& filter) {
     }
   }
   return out;
+}
+
+std::size_t SqliteStore::read_count(const RunFilter& filter) {
+  {
+    std::lock_guard lock(m_);
+    Db& db = *db_;
+    if (db.version >= 5) {
+      Db::Stmt stmt(db, ("SELECT count(*) FROM runs" + summary_where(filter)).c_str());
+      Db::Query q(stmt);
+      bind_filter(q, filter);
+      q.step();
+      return static_cast<std::size_t>(q.integer(0));
+    }
+  }
+  return StoreProtocol::read_count(filter);  // version 4: no index to count in
 }
 
 std::vector<RunSummary> SqliteStore::read_due(const std::string& now,

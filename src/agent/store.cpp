@@ -60,7 +60,14 @@ std::vector<RunSummary> Store::list_runs(const RunFilter& filter) {
   }
   std::sort(out.begin(), out.end(),
             [](const RunSummary& a, const RunSummary& b) { return a.run_id < b.run_id; });
+  if (filter.limit > 0 && out.size() > filter.limit) out.resize(filter.limit);
   return out;
+}
+
+std::size_t Store::count_runs(const RunFilter& filter) {
+  RunFilter all = filter;
+  all.limit = 0;
+  return list_runs(all).size();
 }
 
 namespace {
@@ -332,8 +339,12 @@ std::vector<CancelRequest> StoreProtocol::cancel_requests(std::string_view run_i
 }
 
 std::vector<RunSummary> StoreProtocol::list_runs(const RunFilter& filter) {
-  return read_summaries(filter);
+  std::vector<RunSummary> out = read_summaries(filter);
+  if (filter.limit > 0 && out.size() > filter.limit) out.resize(filter.limit);
+  return out;
 }
+
+std::size_t StoreProtocol::count_runs(const RunFilter& filter) { return read_count(filter); }
 
 void StoreProtocol::delete_run(std::string_view run_id) {
   check_run_id(run_id);
@@ -399,6 +410,12 @@ std::vector<CancelRequest> StoreProtocol::read_cancel_requests(std::string_view,
 
 std::vector<RunSummary> StoreProtocol::read_summaries(const RunFilter& filter) {
   return Store::list_runs(filter);
+}
+
+std::size_t StoreProtocol::read_count(const RunFilter& filter) {
+  RunFilter all = filter;
+  all.limit = 0;
+  return read_summaries(all).size();
 }
 
 bool StoreProtocol::erase_run(std::string_view run_id) {

@@ -71,6 +71,8 @@ bool RunFilter::matches(const RunSummary& s) const {
   if (status && s.status != *status) return false;
   if (!since.empty() && s.updated_at < since) return false;  // fixed-width UTC: text order
   if (!node.empty() && s.node != node) return false;
+  if (!graph.empty() && s.fingerprint.compare(0, graph.size(), graph) != 0) return false;
+  if (!after.empty() && s.run_id <= after) return false;
   return true;
 }
 

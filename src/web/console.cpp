@@ -249,7 +249,7 @@ struct Console::Impl {
 
   detail::Frame frame(std::string title, const Who& w) {
     detail::Frame f{std::move(title), w.user, w.csrf, opt.read_only, 0};
-    f.waiting = store.list_runs(ag::RunFilter{.status = ag::RunStatus::WaitingApproval}).size();
+    f.waiting = store.count_runs(ag::RunFilter{.status = ag::RunStatus::WaitingApproval});
     return f;
   }
 
@@ -296,16 +296,17 @@ struct Console::Impl {
     }
     filter.since = since_text(q.value("since"));
     filter.node = q.value("node");
-    const std::string graph = q.value("graph");
-    const std::string after = q.value("after");
-    std::vector<ag::RunSummary> runs = store.list_runs(filter);
+    filter.graph = q.value("graph");
+    filter.after = q.value("after");
+    filter.limit = opt.page_size + 1;  // one more: whether a next page exists
+    const std::vector<ag::RunSummary> runs = store.list_runs(filter);
     std::string body = "<h1>Runs</h1><form method=\"get\" action=\"/runs\" id=\"filters\">";
     body += "<label>Status <select name=\"status\"><option value=\"\">any</option>";
     for (const ag::RunStatus s : enumeration<ag::RunStatus>::values) {
       const std::string n = status_name(s);
       body += "<option" + std::string(n == status ? " selected" : "") + ">" + n + "</option>";
     }
-    body += "</select></label> <label>Graph <input name=\"graph\" value=\"" + escape(graph) +
+    body += "</select></label> <label>Graph <input name=\"graph\" value=\"" + escape(filter.graph) +
             "\" placeholder=\"fingerprint\"></label> <label>Node <input name=\"node\" value=\"" +
             escape(filter.node) + "\"></label> <label>Since <input name=\"since\" value=\"" +
             escape(q.value("since")) +
@@ -318,8 +319,6 @@ struct Console::Impl {
     std::string last;
     bool more = false;
     for (const ag::RunSummary& r : runs) {
-      if (!after.empty() && r.run_id <= after) continue;
-      if (!graph.empty() && r.fingerprint.rfind(graph, 0) != 0) continue;
       if (shown == opt.page_size) {
         more = true;
         break;
@@ -827,16 +826,11 @@ struct Console::Impl {
             }
             filter.since = since_text(q.value("since"));
             filter.node = q.value("node");
-            const std::string after = q.value("after");
-            const std::uint64_t limit = number(q.value("limit"), "limit");
-            std::vector<ag::RunSummary> runs = store.list_runs(filter);
-            if (!after.empty())
-              runs.erase(runs.begin(), std::upper_bound(runs.begin(), runs.end(), after,
-                                                        [](const std::string& a, const auto& r) {
-                                                          return a < r.run_id;
-                                                        }));
-            if (limit > 0 && runs.size() > limit) runs.resize(limit);
-            res.set_content(cli::runs_document_text(runs), "application/json");
+            filter.graph = q.value("graph");
+            filter.after = q.value("after");
+            filter.limit = static_cast<std::size_t>(
+                std::min<std::uint64_t>(number(q.value("limit"), "limit"), SIZE_MAX));
+            res.set_content(cli::runs_document_text(store.list_runs(filter)), "application/json");
           }));
     s.Get(R"(/api/v1/runs/([^/]+))",
           api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {

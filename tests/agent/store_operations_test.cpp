@@ -294,6 +294,54 @@ TEST_CASE_TEMPLATE("store: list_runs summarizes each run from its newest checkpo
   CHECK(h.store().list_runs(RunFilter{.status = RunStatus::Waiting}).empty());
 }
 
+TEST_CASE_TEMPLATE("store: list_runs pages by run id, filters by graph prefix; count_runs counts",
+                   S, TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  // Ids whose byte order differs from a locale's ("B" < "a"; "run-10" < "run-9").
+  const std::vector<std::string> ids{"B-run", "a-run", "run-10", "run-9", "z-run"};
+  for (const std::string& id : ids) {
+    Checkpoint c =
+        cp(id, 0, id == "run-9" || id == "a-run" ? RunStatus::WaitingApproval : RunStatus::Queued);
+    if (id == "run-10") c.fingerprint = "other-graph@2";
+    if (c.status == RunStatus::WaitingApproval) c.interrupt = ag::Interrupt{.reason = "ok?"};
+    h.store().create(c);
+  }
+  ag::Store& store = h.reopen();
+  const auto listed_ids = [](const std::vector<ag::RunSummary>& runs) {
+    std::vector<std::string> out;
+    for (const ag::RunSummary& r : runs) out.push_back(r.run_id);
+    return out;
+  };
+  // Pages of two, each starting after the last id of the one before, cover every run once.
+  std::vector<std::string> paged;
+  std::string after;
+  for (int page = 0; page < 10; ++page) {
+    const auto runs = store.list_runs(RunFilter{.after = after, .limit = 2});
+    CHECK(runs.size() <= 2);
+    if (runs.empty()) break;
+    for (const std::string& id : listed_ids(runs)) paged.push_back(id);
+    after = runs.back().run_id;
+  }
+  CHECK(paged == ids);
+  CHECK(listed_ids(store.list_runs(RunFilter{.after = "run-10"})) ==
+        std::vector<std::string>{"run-9", "z-run"});
+  CHECK(listed_ids(store.list_runs(RunFilter{.after = "zz"})).empty());
+  CHECK(listed_ids(store.list_runs(RunFilter{.limit = 1})) == std::vector<std::string>{"B-run"});
+  // The graph filter is a prefix of the fingerprint, combined with the others.
+  CHECK(listed_ids(store.list_runs(RunFilter{.graph = "other"})) ==
+        std::vector<std::string>{"run-10"});
+  CHECK(listed_ids(store.list_runs(RunFilter{.graph = "draft,review@1"})).size() == 4);
+  CHECK(store.list_runs(RunFilter{.graph = "draft,review@1x"}).empty());
+  CHECK(listed_ids(
+            store.list_runs(RunFilter{.status = RunStatus::WaitingApproval, .after = "a-run"})) ==
+        std::vector<std::string>{"run-9"});
+  // count_runs: list_runs' size, the limit ignored.
+  CHECK(store.count_runs() == 5);
+  CHECK(store.count_runs(RunFilter{.status = RunStatus::WaitingApproval}) == 2);
+  CHECK(store.count_runs(RunFilter{.graph = "draft", .after = "a-run", .limit = 1}) == 2);
+  CHECK(store.count_runs(RunFilter{.status = RunStatus::Failed}) == 0);
+}
+
 TEST_CASE_TEMPLATE("store: list_runs keeps a run's creation time after retention trims it", S,
                    TRELLIS_ALL_STORES) {
   Harness<S> h;

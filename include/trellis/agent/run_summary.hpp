@@ -4,6 +4,7 @@
 /// run's newest checkpoint and its creation time; `RunFilter`: which runs a listing keeps.
 /// Stores keep an index of them, so listing 100,000 runs does not read 100,000 journals.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -60,7 +61,17 @@ struct RunFilter {
   std::string since = {};
   /// Only runs whose next node is this one. Empty: any.
   std::string node = {};
+  /// Only runs whose graph fingerprint starts with this text. Empty: any.
+  std::string graph = {};
+  /// Only runs whose id sorts after this one, byte by byte (the last id of a page: the next
+  /// page). Empty: from the first run.
+  std::string after = {};
+  /// At most this many runs, the first ones by run id (the stores stop reading there: a page of
+  /// 50 out of 100,000 runs reads 50 rows in SqliteStore and PostgresStore). 0: every one.
+  /// Store::count_runs ignores it.
+  std::size_t limit = 0;
 
+  /// Whether `s` passes every condition above but `limit`.
   bool matches(const RunSummary& s) const;
 };
 

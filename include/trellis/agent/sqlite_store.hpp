@@ -163,6 +163,7 @@ class SqliteStore final : public detail::StoreProtocol {
   std::vector<CancelRequest> read_cancel_requests(std::string_view run_id,
                                                   std::uint64_t after) override;
   std::vector<RunSummary> read_summaries(const RunFilter& filter) override;
+  std::size_t read_count(const RunFilter& filter) override;
   bool erase_run(std::string_view run_id) override;
   void write_graph(const GraphShape& shape) override;
   std::optional<GraphShape> read_graph(std::string_view fingerprint) override;

@@ -191,8 +191,11 @@ class Store {
   /// The run's cancel requests with an id larger than `after`, oldest first.
   virtual std::vector<CancelRequest> cancel_requests(std::string_view run_id,
                                                      std::uint64_t after = 0);
-  /// Summaries of the runs that pass `filter`, ordered by run id.
+  /// Summaries of the runs that pass `filter`, ordered by run id (at most `filter.limit`).
   virtual std::vector<RunSummary> list_runs(const RunFilter& filter = {});
+  /// How many runs pass `filter` (its limit ignored): list_runs(filter).size(), counted in the
+  /// store's index without building the summaries where the store has one.
+  virtual std::size_t count_runs(const RunFilter& filter = {});
   /// Deletes run `run_id` whole; unknown_run if it does not exist, run_busy while a worker
   /// holds its lease.
   virtual void delete_run(std::string_view run_id);

@@ -113,6 +113,7 @@ class StoreProtocol : public Store {
   std::vector<CancelRequest> cancel_requests(std::string_view run_id,
                                              std::uint64_t after = 0) final;
   std::vector<RunSummary> list_runs(const RunFilter& filter = {}) final;
+  std::size_t count_runs(const RunFilter& filter = {}) final;
   void delete_run(std::string_view run_id) final;
   void put_graph(const GraphShape& shape) final;
   std::optional<GraphShape> graph(std::string_view fingerprint) final;
@@ -160,7 +161,10 @@ class StoreProtocol : public Store {
                                                           std::uint64_t after);
   /// Every run's summary that passes `filter` (from the store's index), ordered by run id
   /// (default: read_latest and read_history of every run).
+  /// At most filter.limit of them (0: all).
   virtual std::vector<RunSummary> read_summaries(const RunFilter& filter);
+  /// How many runs pass `filter`, its limit ignored (default: read_summaries' size).
+  virtual std::size_t read_count(const RunFilter& filter);
   /// Deletes the run whole; false when it does not exist. Throws run_busy, deleting nothing,
   /// while a worker holds its lease.
   virtual bool erase_run(std::string_view run_id);
