@@ -89,6 +89,18 @@ void to_json(nlohmann::json& j, const Reconciliation& r) {
        {"by", r.by},   {"reason", r.reason},     {"at", r.at}};
 }
 
+void to_json(nlohmann::json& j, const ForkOrigin& f) {
+  j = {{"run_id", f.run_id}, {"seq", f.seq}, {"by", f.by}, {"reason", f.reason}, {"at", f.at}};
+}
+
+void from_json(const nlohmann::json& j, ForkOrigin& f) {
+  j.at("run_id").get_to(f.run_id);
+  j.at("seq").get_to(f.seq);
+  j.at("by").get_to(f.by);
+  j.at("reason").get_to(f.reason);
+  j.at("at").get_to(f.at);
+}
+
 void from_json(const nlohmann::json& j, Reconciliation& r) {
   j.at("key").get_to(r.key);
   j.at("happened").get_to(r.happened);
@@ -118,6 +130,7 @@ void to_json(nlohmann::json& j, const Checkpoint& c) {
   if (c.decision) j["decision"] = *c.decision;
   if (c.cancel_handled != 0) j["cancel_handled"] = c.cancel_handled;
   if (c.reconciliation) j["reconciliation"] = *c.reconciliation;
+  if (c.forked_from) j["forked_from"] = *c.forked_from;
   if (!c.wake_at.empty()) j["wake_at"] = c.wake_at;
   if (c.priority != 0) j["priority"] = c.priority;
   if (!c.receipts.empty()) j["receipts"] = c.receipts;
@@ -153,6 +166,8 @@ void from_json(const nlohmann::json& j, Checkpoint& c) {
     if (auto h = j.find("cancel_handled"); h != j.end()) h->get_to(c.cancel_handled);
     c.reconciliation.reset();
     if (auto r = j.find("reconciliation"); r != j.end()) from_json(*r, c.reconciliation.emplace());
+    c.forked_from.reset();  // absent before forks were recorded, and when not a fork's first
+    if (auto f = j.find("forked_from"); f != j.end()) from_json(*f, c.forked_from.emplace());
     c.wake_at.clear();  // absent before timers existed, and when none
     if (auto w = j.find("wake_at"); w != j.end()) w->get_to(c.wake_at);
     c.priority = 0;

@@ -50,6 +50,7 @@ Checkpoint following(const Checkpoint& cp, Clock& clock) {
   c.effects.clear();
   c.receipts.clear();
   c.reconciliation.reset();
+  c.forked_from.reset();
   c.wake_at.clear();      // a decision, a cancellation, a reconciliation: the timer is over
   c.prev_hash = cp.hash;  // sealed (chain.hpp) once complete, before its commit
   c.hash.clear();
@@ -249,6 +250,11 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
 
 Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
                     std::string_view new_id, Clock& clock) {
+  return fork_run(store, from_id, seq, new_id, std::string(), std::string(), clock);
+}
+
+Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
+                    std::string_view new_id, std::string by, std::string reason, Clock& clock) {
   check_run_id(from_id);
   check_run_id(new_id);
   std::optional<Checkpoint> cp = store.checkpoint(from_id, seq);
@@ -263,7 +269,8 @@ Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
                          "retention: fork it with its graph (Graph::fork), which knows the entry");
     entry = first->next_node;
   }
-  return detail::fork_checkpoint(store, std::move(*cp), new_id, entry, clock);
+  return detail::fork_checkpoint(store, std::move(*cp), new_id, entry, clock,
+                                 ForkOrigin{.by = std::move(by), .reason = std::move(reason)});
 }
 
 std::vector<PendingApproval> pending_approvals(Store& store) {

@@ -437,6 +437,7 @@ class Execution final : public EffectHost {
     c.reason = Reason::none;
     c.detail.clear();
     c.reconciliation.reset();  // only in the checkpoint that reopened the run
+    c.forked_from.reset();     // only in a fork's first checkpoint
     c.wake_at.clear();         // only while the timer is pending
     if (c.status != RunStatus::WaitingApproval) c.interrupt.reset();
     return c;
@@ -586,6 +587,7 @@ Checkpoint next_checkpoint(const Checkpoint& cp, const NextStep& next, std::stri
   c.rerun_step.reset();
   c.decision.reset();  // used up by this step (a new pause waits for a decision of its own)
   c.reconciliation.reset();
+  c.forked_from.reset();
   c.wake_at.clear();  // the caller sets it for a Sleep (wake_time)
   if (const auto* go = std::get_if<Goto>(&next)) {
     c.status = RunStatus::Running;
@@ -795,11 +797,13 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
 }
 
 Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
-                           std::string_view entry, Clock& clock) {
+                           std::string_view entry, Clock& clock, ForkOrigin origin) {
   Lease lease = store.lease(new_id, "fork");
   if (store.latest(new_id))
     throw graph_error("trellis: run '" + std::string(new_id) +
                       "' already exists; fork into a new id");
+  origin.run_id = cp.run_id;
+  origin.seq = cp.seq;
   Checkpoint first = std::move(cp);
   first.run_id = std::string(new_id);
   first.seq = 0;
@@ -834,9 +838,22 @@ Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
     first.detail.clear();
   }
   first.created_at = now_iso8601(clock);
+  origin.at = first.created_at;
+  first.forked_from = std::move(origin);
   first.receipts.clear();
   seal(first, "");  // a new chain: the source run's links are not the fork's
   store.create(first);
+  const RunEventRecord e{std::string(to_string(EventKind::forked)),
+                         first.run_id,
+                         first.step,
+                         first.next_node,
+                         first.created_at,
+                         0.0,
+                         nlohmann::json(*first.forked_from)};
+  try {
+    store.append_event(first.run_id, nlohmann::json(e));
+  } catch (const std::exception&) {  // the log is observability
+  }
   return first;
 }
 

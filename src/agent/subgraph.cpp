@@ -266,7 +266,8 @@ void wake_parents(Store& store, const std::string& child, const std::string& req
     next.effects.clear();
     next.receipts.clear();
     next.wake_at.clear();
-    seal(next, cp->hash);  // a copy carries the hash of the checkpoint it was copied from
+    next.forked_from.reset();  // only in a fork's first checkpoint
+    seal(next, cp->hash);      // a copy carries the hash of the checkpoint it was copied from
     store.commit(next, cp->seq, lease->token());
     lease.reset();
     wake_parents(store, parent, request_id(*cp), clock);  // a grandparent surfacing it

@@ -157,7 +157,9 @@ struct ReconcileArgs {
   bool happened = false, did_not_happen = false;
 };
 int reconcile(Session& s, const ReconcileArgs& a);
-int fork(Session& s, const std::string& run, std::uint64_t at, const std::string& new_id);
+/// `by` empty: default_user().
+int fork(Session& s, const std::string& run, std::uint64_t at, const std::string& new_id,
+         const std::string& by, const std::string& reason);
 
 int run_start(Session& s, const std::string& run, const std::string& state);
 int run_resume(Session& s, const std::string& run);

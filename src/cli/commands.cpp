@@ -220,7 +220,13 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph,
   fork_cmd->add_option("RUN", run_id, "the run")->required();
   fork_cmd->add_option("--at", at, "the checkpoint (runs history)")->required();
   fork_cmd->add_option("--as", new_id, "the new run's id")->required();
-  fork_cmd->callback([&] { action = [&](Session& s) { return fork(s, run_id, at, new_id); }; });
+  std::string fork_by, fork_reason;
+  fork_cmd->add_option("--by", fork_by,
+                       "who forks, recorded in the fork (default: $TRELLIS_USER, $USER, login)");
+  fork_cmd->add_option("--reason", fork_reason, "why, recorded in the fork");
+  fork_cmd->callback([&] {
+    action = [&](Session& s) { return fork(s, run_id, at, new_id, fork_by, fork_reason); };
+  });
 
   // gc
   std::string finished_before;

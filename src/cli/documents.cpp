@@ -142,6 +142,7 @@ nlohmann::json checkpoint_json(const Checkpoint& cp) {
     j["decision"] = std::move(given);
   }
   if (cp.reconciliation) j["reconciliation"] = *cp.reconciliation;
+  if (cp.forked_from) j["forked_from"] = *cp.forked_from;
   return j;
 }
 

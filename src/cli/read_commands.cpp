@@ -109,7 +109,8 @@ int runs_history(Session& s, const std::string& run, bool diff) {
     print_json(history_document(store, run, diff));
     return 0;
   }
-  // What a checkpoint records beyond its status: the pause, the decision, the reconciliation.
+  // What a checkpoint records beyond its status: the pause, the decision, the reconciliation,
+  // the fork.
   const auto note_of = [](const Checkpoint& cp) {
     std::string note = cp.detail;
     if (cp.status == RunStatus::WaitingApproval) {
@@ -124,6 +125,11 @@ int runs_history(Session& s, const std::string& run, bool diff) {
              (by.empty() ? "" : " by " + by);
     } else if (cp.reconciliation) {
       note = "reconciled " + cp.reconciliation->key.substr(0, 12) + " by " + cp.reconciliation->by;
+    }
+    if (const auto& f = cp.forked_from) {
+      const std::string from = "forked from " + f->run_id + " at " + std::to_string(f->seq) +
+                               (f->by.empty() ? "" : " by " + f->by);
+      note = note.empty() ? from : from + "; " + note;
     }
     return note;
   };

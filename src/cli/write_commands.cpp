@@ -192,7 +192,8 @@ int reconcile(Session& s, const ReconcileArgs& a) {
   return 0;
 }
 
-int fork(Session& s, const std::string& run, std::uint64_t at, const std::string& new_id) {
+int fork(Session& s, const std::string& run, std::uint64_t at, const std::string& new_id,
+         const std::string& by, const std::string& reason) {
   Store& store = s.store(Access::write);
   check_run_id(new_id);
   if (store.latest(new_id))
@@ -200,7 +201,7 @@ int fork(Session& s, const std::string& run, std::uint64_t at, const std::string
                            new_id + "' already exists in " + s.where());
   Checkpoint cp;
   try {
-    cp = fork_run(store, run, at, new_id);
+    cp = fork_run(store, run, at, new_id, or_default_user(by), reason);
   } catch (const graph_error& e) {  // created meanwhile
     throw conflict_failure(e.what());
   }
@@ -212,6 +213,8 @@ int fork(Session& s, const std::string& run, std::uint64_t at, const std::string
     doc["status"] = name(cp.status);
     doc["node"] = cp.next_node;
     doc["step"] = cp.step;
+    doc["by"] = cp.forked_from->by;
+    doc["reason"] = cp.forked_from->reason;
     print_json(doc);
     return 0;
   }

@@ -420,6 +420,20 @@ struct Console::Impl {
            "Record…</button></form>";
   }
 
+  /// The form that starts a new run from a checkpoint of this one (fork_run), the newest
+  /// proposed.
+  std::string fork_form(const std::string& run, std::uint64_t newest, const Who& w) {
+    return "<h2>Fork</h2><form method=\"post\" id=\"fork\" action=\"/runs/" +
+           escape(url_encode(run)) + "/fork\"><input type=\"hidden\" name=\"csrf\" value=\"" +
+           escape(w.csrf) +
+           "\"><label>From checkpoint <input name=\"seq\" type=\"number\" min=\"0\" max=\"" +
+           std::to_string(newest) + "\" value=\"" + std::to_string(newest) +
+           "\" required></label> <label>as run <input name=\"as\" value=\"" +
+           escape(run + "-fork") +
+           "\" required></label> <input name=\"reason\" "
+           "placeholder=\"why fork\"> <button type=\"submit\">Fork…</button></form>";
+  }
+
   std::string run_body(const std::string& run, const Who& w) {
     const json doc = cli::run_document(store, run);
     const json& sum = doc["run"];
@@ -478,6 +492,13 @@ struct Console::Impl {
       if (!cp["decision"].is_null())
         note = " (" + escape(cp["decision"]["kind"].get<std::string>()) + " by " +
                escape(cp["decision"]["by"].get<std::string>()) + ")";
+      if (const auto f = cp.find("forked_from"); f != cp.end()) {
+        const std::string from = (*f)["run_id"].get<std::string>();
+        const std::string by = (*f)["by"].get<std::string>();
+        note += " (forked from <a href=\"/runs/" + escape(url_encode(from)) + "\">" + escape(from) +
+                "</a> at " + std::to_string((*f)["seq"].get<std::uint64_t>()) +
+                (by.empty() ? "" : " by " + escape(by)) + ")";
+      }
       body += "<tr><td>" + std::to_string(cp["seq"].get<std::uint64_t>()) + "</td><td>" +
               escape(cp["status"].get<std::string>()) + note + "</td><td>" +
               escape(cp["node"].get<std::string>()) + "</td><td>" +
@@ -485,6 +506,8 @@ struct Console::Impl {
               escape(cp["created_at"].get<std::string>()) + "</td><td>" + changes + "</td></tr>";
     }
     body += "</tbody></table>";
+    if (!opt.read_only && !history["checkpoints"].empty())
+      body += fork_form(run, history["checkpoints"].back()["seq"].get<std::uint64_t>(), w);
 
     const json effects = cli::effects_document(store, run);
     body +=
@@ -815,6 +838,38 @@ struct Console::Impl {
              res.set_redirect("/runs/" + url_encode(run), 303);
            }));
 
+    s.Post(R"(/runs/([^/]+)/fork)",
+           post_route([this](const httplib::Request& req, httplib::Response& res, const Who& w,
+                             const Form& form) {
+             const std::string run = req.matches[1];
+             const ForkAsk ask = fork_from_form(form);
+             if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
+               if (!store.checkpoint(run, ask.seq))
+                 throw ag::unknown_run("trellis serve: run '" + run + "' has no checkpoint " +
+                                       std::to_string(ask.seq));
+               std::string body =
+                   "<h1>Fork run " + escape(run) + "?</h1><p>A new run <code>" + escape(ask.as) +
+                   "</code> starts from checkpoint " + std::to_string(ask.seq) + " of " +
+                   escape(run) + " (its state and next node), recorded as forked by " +
+                   escape(w.user) + (ask.reason.empty() ? "" : ", because: " + escape(ask.reason)) +
+                   ". It runs when a worker or its program picks it up.</p>"
+                   "<form method=\"post\" id=\"confirm\" action=\"/runs/" +
+                   escape(url_encode(run)) + "/fork\">";
+               for (const auto& [k, v] : form.fields())
+                 if (k != "confirmed")
+                   body += "<input type=\"hidden\" name=\"" + escape(k) + "\" value=\"" +
+                           escape(v) + "\">";
+               body +=
+                   "<input type=\"hidden\" name=\"confirmed\" value=\"yes\"><button "
+                   "type=\"submit\">Yes, fork it</button> <a href=\"/runs/" +
+                   escape(url_encode(run)) + "\">No</a></form>";
+               html(res, detail::page(frame("Fork " + run, w), body));
+               return;
+             }
+             ag::fork_run(store, run, ask.seq, ask.as, w.user, ask.reason);
+             res.set_redirect("/runs/" + url_encode(ask.as), 303);
+           }));
+
     // The API: the `trellis` command's -o json documents.
     s.Get("/api/v1/runs",
           api_route([this](const httplib::Request& req, httplib::Response& res, const Who&) {
@@ -860,6 +915,15 @@ struct Console::Impl {
                  const DecisionAsk ask = decision_from_json(req.body, w.user);
                  ag::record_decision(store, run, ask.request, ask.decision);
                  json_reply(res, cli::run_document(store, run));
+               },
+               true));
+    s.Post(R"(/api/v1/runs/([^/]+)/fork)",
+           api_route(
+               [this](const httplib::Request& req, httplib::Response& res, const Who& w) {
+                 const ForkAsk ask = fork_from_json(req.body);
+                 ag::fork_run(store, std::string(req.matches[1]), ask.seq, ask.as, w.user,
+                              ask.reason);
+                 json_reply(res, cli::run_document(store, ask.as), 201);
                },
                true));
     s.Post(R"(/api/v1/runs/([^/]+)/cancel)",

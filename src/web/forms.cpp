@@ -135,6 +135,13 @@ DecisionAsk decision_from_form(const Form& form, const std::string& reviewer) {
 
 namespace {
 
+/// Refuses a form or body that names who acts: that is the authenticated user.
+void refuse_author(bool named, const char* what) {
+  if (named)
+    throw bad_request(std::string("trellis serve: ") + what +
+                      " is recorded as the signed-in user's, not a field's");
+}
+
 nlohmann::json parse_object(std::string_view body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded()) throw bad_request("trellis serve: the request's body is not JSON");
@@ -163,9 +170,13 @@ DecisionAsk decision_from_json(std::string_view body, const std::string& reviewe
                        text_member(j, "comment"), text_member(j, "reason"), input, reviewer);
 }
 
-CancelAsk cancel_from_form(const Form& form) { return CancelAsk{form.value("reason")}; }
+CancelAsk cancel_from_form(const Form& form) {
+  refuse_author(form.get("by") || form.get("reviewer"), "a cancellation");
+  return CancelAsk{form.value("reason")};
+}
 
 agent::Reconciliation reconciliation_from_form(const Form& form, const std::string& by) {
+  refuse_author(form.get("by") || form.get("reviewer"), "a reconciliation");
   agent::Reconciliation r;
   r.key = form.value("key");
   if (r.key.empty()) missing("key", "is required (the effect's key)");
@@ -183,7 +194,35 @@ agent::Reconciliation reconciliation_from_form(const Form& form, const std::stri
 
 CancelAsk cancel_from_json(std::string_view body) {
   const nlohmann::json j = parse_object(body);
+  refuse_author(j.contains("by") || j.contains("reviewer"), "a cancellation");
   return CancelAsk{text_member(j, "reason").value_or("")};
+}
+
+ForkAsk fork_from_form(const Form& form) {
+  refuse_author(form.get("by") || form.get("reviewer"), "a fork");
+  ForkAsk ask;
+  const std::string seq = form.value("seq");
+  if (seq.empty() || seq.size() > 19 || seq.find_first_not_of("0123456789") != std::string::npos)
+    missing("seq", "must be a checkpoint's number");
+  ask.seq = std::stoull(seq);
+  ask.as = form.value("as");
+  if (ask.as.empty()) missing("as", "is required: the new run's id");
+  ask.reason = form.value("reason");
+  return ask;
+}
+
+ForkAsk fork_from_json(std::string_view body) {
+  const nlohmann::json j = parse_object(body);
+  refuse_author(j.contains("by") || j.contains("reviewer"), "a fork");
+  ForkAsk ask;
+  const auto seq = j.find("seq");
+  if (seq == j.end() || !seq->is_number_unsigned())
+    missing("seq", "must be a checkpoint's number (a non-negative integer)");
+  ask.seq = seq->get<std::uint64_t>();
+  ask.as = text_member(j, "as").value_or("");
+  if (ask.as.empty()) missing("as", "is required: the new run's id");
+  ask.reason = text_member(j, "reason").value_or("");
+  return ask;
 }
 
 }  // namespace trellis::web

@@ -39,7 +39,8 @@ TEST_CASE("agent events: every kind keeps the name the stores' logs hold") {
                                              "compensation_completed",
                                              "compensation_failed",
                                              "reconciled",
-                                             "waiting"};
+                                             "waiting",
+                                             "forked"};
   REQUIRE(trellis::enumeration<EventKind>::size == logged.size());
   for (std::size_t i = 0; i < logged.size(); ++i)
     CHECK(ag::to_string(trellis::enumeration<EventKind>::values[i]) == logged[i]);

@@ -1519,6 +1519,10 @@ TEST_CASE("agent: fork starts a new run from any checkpoint of another") {
   CHECK(first.seq == 0);
   CHECK(first.next_node == "b");
   CHECK(first.step == 1);
+  REQUIRE(first.forked_from.has_value());  // Graph::fork records the origin, with nobody named
+  CHECK(first.forked_from->run_id == "run-1");
+  CHECK(first.forked_from->seq == 1);
+  CHECK(first.forked_from->by.empty());
   h.calls.clear();
   const auto out = h.resume("run-2");
   CHECK(out.succeeded());

@@ -4,6 +4,7 @@
 // decisions, cancellations and reconciliations committed without running the graph, and what
 // the run loop makes of them.
 
+#include <trellis/agent/chain.hpp>
 #include <trellis/agent/follow.hpp>
 #include <trellis/agent/operations.hpp>
 
@@ -759,7 +760,26 @@ TEST_CASE_TEMPLATE("operations: fork_run copies a checkpoint into a new run with
   const Checkpoint fresh =
       ag::fork_run(h.store(), "run-1", h.store().latest("run-1")->seq, "run-3");
   CHECK(fresh.next_node == "work");  // a succeeded run forks from its first node
+  // Every fork's first checkpoint says where it came from (and, given, who forked it and why).
+  REQUIRE(at1.forked_from.has_value());
+  CHECK(at1.forked_from->run_id == "run-1");
+  CHECK(at1.forked_from->seq == 1);
+  CHECK(at1.forked_from->by.empty());
+  CHECK(at1.forked_from->at == at1.created_at);
+  const Checkpoint audited = ag::fork_run(h.store(), "run-1", 1, "run-5", "ana", "replay step 2");
+  const Checkpoint read = *h.reopen().checkpoint("run-5", 0);
+  REQUIRE(read.forked_from.has_value());
+  CHECK(*read.forked_from ==
+        ag::ForkOrigin{"run-1", 1, "ana", "replay step 2", audited.created_at});
+  CHECK(ag::verify_chain(h.store(), "run-5").intact());  // the origin is in the sealed record
+  const std::vector<nlohmann::json> events = h.store().events("run-5");
+  REQUIRE(!events.empty());
+  CHECK(events.back()["kind"] == "forked");
+  CHECK(events.back()["detail"]["by"] == "ana");
+  CHECK(events.back()["detail"]["run_id"] == "run-1");
   CHECK(j.g.resume("run-2", h.store()).succeeded());
+  for (const Checkpoint& c : h.store().history("run-2"))  // only in the fork's first checkpoint
+    CHECK(c.forked_from.has_value() == (c.seq == 0));
   CHECK_THROWS_AS(ag::fork_run(h.store(), "run-1", 1, "run-2"), ag::graph_error);
   CHECK_THROWS_AS(ag::fork_run(h.store(), "run-1", 99, "run-4"), ag::unknown_run);
 }

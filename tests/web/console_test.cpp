@@ -345,6 +345,73 @@ TEST_CASE("console: cancel asks for confirmation first; a read-only console chan
   CHECK(store.latest("r-1")->seq == seq);
 }
 
+TEST_CASE("console: fork from a checkpoint asks first and records the signed-in user") {
+  ag::MemoryStore store;
+  Orders o;
+  REQUIRE(o.g.run("r-1", Order{"lamp"}, store).interrupted());
+  Served s(store, {.user = "ana"});
+  httplib::Client c = client(s);
+  const httplib::Headers cookie{{"Cookie", sign_in(c, s.token())}};
+  const std::string page = c.Get("/runs/r-1", cookie)->body;
+  CHECK(page.find("id=\"fork\"") != std::string::npos);
+  const std::string csrf = csrf_of(page);
+  const std::string form = "csrf=" + csrf + "&seq=0&as=r-1b&reason=try+again";
+  auto res = c.Post("/runs/r-1/fork", cookie, form, "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(res->body.find("Yes, fork it") != std::string::npos);
+  CHECK_FALSE(store.latest("r-1b"));  // nothing before the confirmation
+  // Who forks is the signed-in user, never a field.
+  res = c.Post("/runs/r-1/fork", cookie, form + "&by=mallory&confirmed=yes",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK_FALSE(store.latest("r-1b"));
+  res = c.Post("/runs/r-1/fork", cookie, form + "&confirmed=yes",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 303);
+  CHECK(res->get_header_value("Location") == "/runs/r-1b");
+  const ag::Checkpoint first = *store.checkpoint("r-1b", 0);
+  REQUIRE(first.forked_from.has_value());
+  CHECK(first.forked_from->run_id == "r-1");
+  CHECK(first.forked_from->seq == 0);
+  CHECK(first.forked_from->by == "ana");
+  CHECK(first.forked_from->reason == "try again");
+  // The fork's page shows where it came from, linked.
+  res = c.Get("/runs/r-1b", cookie);
+  REQUIRE(res);
+  CHECK(res->body.find("forked from <a href=\"/runs/r-1\">r-1</a> at 0 by ana") !=
+        std::string::npos);
+  // Again into the same id: 409, a missing checkpoint: 404, a bad id: 400; nothing written.
+  res = c.Post("/runs/r-1/fork", cookie, form + "&confirmed=yes",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 409);
+  res = c.Post("/runs/r-1/fork", cookie, "csrf=" + csrf + "&seq=99&as=r-1c",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 404);
+  res = c.Post("/runs/r-1/fork", cookie, "csrf=" + csrf + "&seq=0&as=..%2Fx&confirmed=yes",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  // By the API: 201 with the new run's document, recorded as the token's user.
+  const httplib::Headers bearer{{"Authorization", "Bearer " + s.token()}};
+  res = c.Post("/api/v1/runs/r-1/fork", bearer, R"({"seq": 0, "as": "r-1d"})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 201);
+  CHECK(json::parse(res->body) == ag::cli::run_document(store, "r-1d"));
+  CHECK(store.checkpoint("r-1d", 0)->forked_from->by == "ana");
+  res = c.Post("/api/v1/runs/r-1/fork", bearer, R"({"seq": -1, "as": "r-1e"})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK(store.list_runs().size() == 3);
+  // Checkpoint 0 is the run's start: the fork is queued there, and runs as its source did.
+  CHECK(status_of(store, "r-1b") == ag::RunStatus::Queued);
+  CHECK(o.g.resume("r-1b", store).interrupted());
+}
+
 TEST_CASE("console: users file tokens; a proxy's user header only from loopback") {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("trellis_console_" + web::Users::new_token());

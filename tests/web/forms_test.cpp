@@ -93,6 +93,28 @@ TEST_CASE("forms: a reconciliation from a form, recorded as the signed-in user")
       web::reconciliation_from_form(web::parse_form("key=k&happened=no&reason=r"), "a").happened);
   for (const char* bad :
        {"happened=yes&reason=r", "key=k&reason=r", "key=k&happened=maybe&reason=r",
-        "key=k&happened=yes", "key=k&happened=yes&reason=r&result={"})
+        "key=k&happened=yes", "key=k&happened=yes&reason=r&result={",
+        "key=k&happened=no&reason=r&by=mallory", "key=k&happened=no&reason=r&reviewer=m"})
     CHECK_THROWS_AS(web::reconciliation_from_form(web::parse_form(bad), "a"), web::bad_request);
+  CHECK_THROWS_AS(web::cancel_from_form(web::parse_form("reason=x&by=mallory")), web::bad_request);
+  CHECK_THROWS_AS(web::cancel_from_json(R"({"by": "mallory"})"), web::bad_request);
+}
+
+TEST_CASE("forms: a fork from a form or a JSON body; who forks is never a field") {
+  const web::ForkAsk f = web::fork_from_form(web::parse_form("seq=3&as=run-7b&reason=retry"));
+  CHECK(f.seq == 3);
+  CHECK(f.as == "run-7b");
+  CHECK(f.reason == "retry");
+  const web::ForkAsk j = web::fork_from_json(R"({"seq": 0, "as": "x"})");
+  CHECK(j.seq == 0);
+  CHECK(j.as == "x");
+  CHECK(j.reason.empty());
+  for (const char* bad : {"as=x", "seq=&as=x", "seq=-1&as=x", "seq=1e3&as=x", "seq=1",
+                          "seq=99999999999999999999&as=x", "seq=1&as=x&by=mallory"})
+    CHECK_THROWS_AS(web::fork_from_form(web::parse_form(bad)), web::bad_request);
+  for (const char* bad :
+       {R"({"as": "x"})", R"({"seq": -1, "as": "x"})", R"({"seq": 1.5, "as": "x"})",
+        R"({"seq": "1", "as": "x"})", R"({"seq": 1})", R"({"seq": 1, "as": 7})",
+        R"({"seq": 1, "as": "x", "by": "m"})", "[1]", "{"})
+    CHECK_THROWS_AS(web::fork_from_json(bad), web::bad_request);
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /// @file
 /// libFuzzer target for what the operator console parses from a request (forms.hpp): every input
-/// is parsed as a form or query string, read as a decision and a cancellation from that form,
-/// and as the API's JSON bodies. The only acceptable failure is bad_request; anything else that
-/// escapes reaches std::terminate and libFuzzer reports it as a crash, as it does for ASan/UBSan
-/// findings and hangs (-timeout). Built only with -DTRELLIS_FUZZ=ON and clang.
+/// is parsed as a form or query string, read as a decision, a cancellation, a reconciliation and a
+/// fork from that form, and as the API's JSON bodies. The only acceptable failure is bad_request;
+/// anything else that escapes reaches std::terminate and libFuzzer reports it as a crash, as it
+/// does for ASan/UBSan findings and hangs (-timeout). Built only with -DTRELLIS_FUZZ=ON and clang.
 #include <trellis/web/errors.hpp>
 #include <trellis/web/forms.hpp>
 
@@ -34,9 +34,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)web::decision_from_form(form, "fuzz");
     } catch (const web::bad_request&) {
     }
-    (void)web::cancel_from_form(form);
+    try {
+      (void)web::cancel_from_form(form);
+    } catch (const web::bad_request&) {
+    }
     try {
       (void)web::reconciliation_from_form(form, "fuzz");
+    } catch (const web::bad_request&) {
+    }
+    try {
+      (void)web::fork_from_form(form);
     } catch (const web::bad_request&) {
     }
   } catch (const web::bad_request&) {
@@ -47,6 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     (void)web::cancel_from_json(text);
+  } catch (const web::bad_request&) {
+  }
+  try {
+    (void)web::fork_from_json(text);
   } catch (const web::bad_request&) {
   }
   return 0;

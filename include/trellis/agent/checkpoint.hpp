@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trellis/agent/fork_origin.hpp"
 #include "trellis/agent/next_step.hpp"
 #include "trellis/agent/outcome.hpp"
 #include "trellis/agent/reconciliation.hpp"
@@ -60,6 +61,9 @@ struct Checkpoint {
   /// In the Queued checkpoint that reopens a run failed with reconciliation_required: the
   /// operator's record (and nowhere else).
   std::optional<Reconciliation> reconciliation;
+  /// In the first checkpoint (seq 0) of a forked run: the run and checkpoint it forked from,
+  /// who forked it and when (and nowhere else). (The JSON member is written only when set.)
+  std::optional<ForkOrigin> forked_from;
   /// While Waiting: when its timer fires (a Sleep, a retry backoff made durable), ISO-8601 UTC
   /// by the clock of the run call that committed it; on a Queued run enqueued for later
   /// (EnqueueOptions::at): when it may start. Empty otherwise. (The JSON member is written only
@@ -90,7 +94,7 @@ struct Checkpoint {
   auto content() const {
     return std::tie(run_id, seq, status, next_node, step, attempt, state, schema, fingerprint,
                     interrupt, resume_node, rerun_step, decision, cancel_handled, reconciliation,
-                    wake_at, priority, reason, detail, created_at, effects);
+                    forked_from, wake_at, priority, reason, detail, created_at, effects);
   }
 
  public:

@@ -84,12 +84,16 @@ enum class EventKind {
   /// durable (RunOptions::durable_waits). node: the node to run when it fires. detail:
   /// {"wake_at": ISO-8601 UTC}.
   waiting,
+  /// The run was started from another run's checkpoint (Graph::fork, fork_run): its first
+  /// checkpoint is committed. node: the node to run. detail: the ForkOrigin as stored
+  /// ({"run_id", "seq", "by", "reason", "at"}).
+  forked,
 };
 TRELLIS_ENUM(EventKind, graph_started, resumed, step_started, step_completed, retry_scheduled,
              interrupted, decision_recorded, graph_completed, graph_failed, cancelled,
              effect_started, effect_completed, effect_failed, effect_replayed,
              effect_reconciliation_required, compensation_pending, compensation_started,
-             compensation_completed, compensation_failed, reconciled, waiting);
+             compensation_completed, compensation_failed, reconciled, waiting, forked);
 
 /// The stable name of `kind` (what the stores' event logs hold).
 constexpr std::string_view to_string(EventKind kind) noexcept {

@@ -79,12 +79,18 @@ Checkpoint reconcile_run(Store& store, std::string_view run_id, Reconciliation r
                          Clock& clock = SystemClock::instance());
 
 /// Starts run `new_id` from checkpoint `seq` of run `from_id`, as Graph::fork does, without the
-/// graph (and without its fingerprint check: the fork keeps the source's fingerprint). A
+/// graph (and without its fingerprint check: the fork keeps the source's fingerprint). Its
+/// first checkpoint records where it came from (Checkpoint::forked_from). A
 /// finished run's checkpoint forks as a fresh start at the node its checkpoint names, or at
 /// the run's first node when it names none. Returns the new run's first checkpoint.
 /// unknown_run when there is no such checkpoint; graph_error when `new_id` exists.
 Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
                     std::string_view new_id, Clock& clock = SystemClock::instance());
+/// fork_run, recording who forked and why in the fork's first checkpoint
+/// (Checkpoint::forked_from) and its `forked` event: an operator's fork, audited.
+Checkpoint fork_run(Store& store, std::string_view from_id, std::uint64_t seq,
+                    std::string_view new_id, std::string by, std::string reason,
+                    Clock& clock = SystemClock::instance());
 
 /// A run that waits for a decision, with what it asks.
 struct PendingApproval {

@@ -51,7 +51,7 @@ nlohmann::json interrupt_json(const Interrupt& i, const std::string& id, const s
 /// The pending request of a WaitingApproval checkpoint (null otherwise).
 nlohmann::json request_json(const Checkpoint& cp);
 /// A checkpoint: seq, status, reason, detail, node, step, attempt, created_at, state, effects,
-/// request, decision, reconciliation.
+/// request, decision, reconciliation, forked_from (a fork's first checkpoint).
 nlohmann::json checkpoint_json(const Checkpoint& cp);
 /// The state's changes from `a` to `b`: [{op, path, old, new}], a JSON pointer per change.
 nlohmann::json state_changes(const nlohmann::json& a, const nlohmann::json& b);

@@ -2,10 +2,11 @@
 /// @file
 /// What the console reads from a request, parsed by trellis (and fuzzed in CI): forms and query
 /// strings (application/x-www-form-urlencoded) and the JSON bodies of the API, into the
-/// decisions and cancellations they ask for. Anything malformed is bad_request naming the field;
-/// nothing is decided from a request that did not parse whole.
+/// decisions, cancellations, reconciliations and forks they ask for. Anything malformed is
+/// bad_request naming the field; nothing is decided from a request that did not parse whole.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,8 +68,22 @@ struct CancelAsk {
 CancelAsk cancel_from_form(const Form& form);
 
 /// A reconciliation from a form: key (the effect's idempotency key), happened ("yes" or "no"),
-/// result (JSON, when it happened; default null), reason (required); recorded as `by`.
+/// result (JSON, when it happened; default null), reason (required); recorded as `by` (the
+/// authenticated user): a "by" or "reviewer" field is refused.
 agent::Reconciliation reconciliation_from_form(const Form& form, const std::string& by);
 CancelAsk cancel_from_json(std::string_view body);
+
+/// A fork asked for: from which checkpoint of the run, into which new run id, and why.
+struct ForkAsk {
+  std::uint64_t seq = 0;  ///< the source checkpoint
+  std::string as;         ///< the new run's id (required; fork_run checks it)
+  std::string reason;     ///< may be empty
+};
+/// From a form: seq (a decimal number, required), as (required), reason. The fork is recorded
+/// as the authenticated user's: a "by" or "reviewer" field is refused.
+ForkAsk fork_from_form(const Form& form);
+/// From a JSON body {"seq": 3, "as": "run-7b", "reason": "..."}; the same rules ("seq" a
+/// non-negative integer).
+ForkAsk fork_from_json(std::string_view body);
 
 }  // namespace trellis::web

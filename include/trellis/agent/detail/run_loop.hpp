@@ -143,9 +143,11 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
               const std::string& new_id, Store& store);
 /// Creates run `new_id` from `cp` (a checkpoint of another run) and returns its first
 /// checkpoint: a running or cancelled checkpoint forks Queued, a finished one as a fresh start
-/// at its next node or `entry`, a pause forks waiting. graph_error when `new_id` exists.
+/// at its next node or `entry`, a pause forks waiting. The first checkpoint records `origin`
+/// (its run_id, seq and at set here from `cp` and `clock`), and the `forked` event is logged.
+/// graph_error when `new_id` exists.
 Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
-                           std::string_view entry, Clock& clock);
+                           std::string_view entry, Clock& clock, ForkOrigin origin = {});
 /// When a Sleep committed now by `clock` wakes: its `until`, else now + its duration (UTC text).
 std::string wake_time(const Sleep& sleep, const Clock& clock);
 /// Graph::decode_state: the state stored in `cp`, migrated to the spec's schema.
