@@ -1,7 +1,6 @@
 // What the commands share: the session's store, the documents and tables they print, times
 // and values given on the command line (cli_support.hpp).
 
-#include <pwd.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
@@ -10,6 +9,7 @@
 #include <ctime>
 #include <iostream>
 
+#include <trellis/io/environment.hpp>
 #include <trellis/io/utc_time.hpp>
 
 #include "cli_support.hpp"
@@ -173,13 +173,7 @@ nlohmann::json parse_json_option(std::string_view text, std::string_view option)
   }
 }
 
-std::string default_user() {
-  for (const char* var : {"TRELLIS_USER", "USER"})
-    if (const char* v = std::getenv(var); v && *v) return v;
-  if (const char* login = getlogin(); login && *login) return login;
-  if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_name) return pw->pw_name;
-  return "";
-}
+std::string default_user() { return trellis::detail::current_user(); }
 
 namespace {
 std::string squashed(std::string_view s) {

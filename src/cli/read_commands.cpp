@@ -16,6 +16,7 @@
 #include <stop_token>
 #include <thread>
 
+#include <trellis/io/environment.hpp>
 #include "cli_support.hpp"
 #include "trellis/agent/chain.hpp"
 #include "trellis/agent/diagram.hpp"
@@ -307,26 +308,8 @@ int approvals_ls(Session& s) {
   return 0;
 }
 
-namespace {
-
-/// The path of Graphviz's `dot` on PATH, or empty.
-std::string find_dot() {
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "";
-  while (!rest.empty()) {
-    const std::size_t colon = rest.find(':');
-    const std::string dirname(rest.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    const std::string candidate = (dirname.empty() ? std::string(".") : dirname) + "/dot";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-}  // namespace
-
 std::string to_svg(const std::string& dot_text) {
-  const std::string dot = find_dot();
+  const std::string dot = trellis::detail::find_program("dot").value_or("");
   if (dot.empty())
     throw store_error(
         "trellis: draw --format svg needs Graphviz's dot on PATH (Debian: graphviz); "

@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include <trellis/io/environment.hpp>
 #include <trellis/io/utc_time.hpp>
 
 #include "html.hpp"
@@ -91,10 +92,10 @@ bool same_secret(const std::string& a, const std::string& b) {
   return !a.empty() && a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+/// The user a console without a users file signs in as, when ConsoleOptions names none.
 std::string default_user() {
-  for (const char* var : {"TRELLIS_USER", "USER", "LOGNAME"})
-    if (const char* v = std::getenv(var); v && *v) return v;
-  return "operator";
+  const std::string user = trellis::detail::current_user();
+  return user.empty() ? "operator" : user;
 }
 
 /// A "since" filter: ISO-8601 text as given, or a span back from now ("90s", "30m", "2h", "7d").
@@ -122,18 +123,6 @@ std::string since_text(const std::string& text) {
 }
 
 /// Whether an executable `name` is on PATH.
-bool on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "";
-  while (!rest.empty()) {
-    const std::size_t colon = rest.find(':');
-    const std::string dir(rest.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    if (::access(((dir.empty() ? std::string(".") : dir) + "/" + name).c_str(), X_OK) == 0)
-      return true;
-  }
-  return false;
-}
 
 std::string pretty(const json& v) { return v.dump(2, ' ', false, json::error_handler_t::replace); }
 
@@ -283,6 +272,15 @@ struct Console::Impl {
     json doc = cli::document("error");
     doc["error"] = {{"code", code}, {"message", message}, {"status", status}};
     json_reply(res, doc, status);
+  }
+
+  /// A refusal before (or outside) the routes: the API's error document for a request under
+  /// /api/v1, a line of text otherwise.
+  static void refuse(const httplib::Request& req, httplib::Response& res, int status,
+                     const std::string& code, const std::string& message) {
+    if (req.path.rfind("/api/", 0) == 0) return api_error(res, status, code, message);
+    res.status = status;
+    res.set_content(message + "\n", "text/plain; charset=utf-8");
   }
 
   // --- the pages -----------------------------------------------------------------------------
@@ -623,41 +621,36 @@ struct Console::Impl {
     httplib::Server& s = *server;
     s.set_payload_max_length(opt.max_body);
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      using R = httplib::Server::HandlerResponse;
       const std::string host = req.get_header_value("Host");
       if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
-        res.status = 421;
-        res.set_content("trellis serve: the Host header '" + host +
-                            "' is not this console's address; refused\n",
-                        "text/plain");
-        return httplib::Server::HandlerResponse::Handled;
+        refuse(
+            req, res, 421, "web.host",
+            "trellis serve: the Host header '" + host + "' is not this console's address; refused");
+        return R::Handled;
       }
       // Bodies: only plain ones of a declared length within the cap (checked here, before
       // httplib reads a byte of the body: a chunked or compressed body could exceed it).
       if (req.has_header("Transfer-Encoding")) {
-        res.status = 411;
-        res.set_content("trellis serve: a body must have a Content-Length (no chunks)\n",
-                        "text/plain");
-        return httplib::Server::HandlerResponse::Handled;
+        refuse(req, res, 411, "web.body",
+               "trellis serve: a body must have a Content-Length (no chunks)");
+        return R::Handled;
       }
       if (req.has_header("Content-Encoding")) {
-        res.status = 415;
-        res.set_content("trellis serve: compressed bodies are refused\n", "text/plain");
-        return httplib::Server::HandlerResponse::Handled;
+        refuse(req, res, 415, "web.body", "trellis serve: compressed bodies are refused");
+        return R::Handled;
       }
       if (req.method == "POST") {
         const std::string length = req.get_header_value("Content-Length");
         if (length.empty() || length.size() > 12 ||
             length.find_first_not_of("0123456789") != std::string::npos) {
-          res.status = 411;
-          res.set_content("trellis serve: a POST needs a Content-Length\n", "text/plain");
-          return httplib::Server::HandlerResponse::Handled;
+          refuse(req, res, 411, "web.body", "trellis serve: a POST needs a Content-Length");
+          return R::Handled;
         }
         if (std::stoull(length) > opt.max_body) {
-          res.status = 413;
-          res.set_content(
-              "trellis serve: the body is over " + std::to_string(opt.max_body) + " bytes\n",
-              "text/plain");
-          return httplib::Server::HandlerResponse::Handled;
+          refuse(req, res, 413, "web.body",
+                 "trellis serve: the body is over " + std::to_string(opt.max_body) + " bytes");
+          return R::Handled;
         }
       }
       res.set_header("X-Content-Type-Options", "nosniff");
@@ -670,10 +663,19 @@ struct Console::Impl {
       return httplib::Server::HandlerResponse::Unhandled;
     });
     s.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-          res.status = 500;
-          res.set_content("trellis serve: internal error\n", "text/plain");
+        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
+          refuse(req, res, 500, "web.internal", "trellis serve: internal error");
         });
+    // httplib's own answers (no route: 404; a method without a route: 405, ...) have no body:
+    // the API's error document under /api/v1, a line of text elsewhere.
+    s.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          refuse(req, res, res.status, res.status == 404 ? "web.not_found" : "web.refused",
+                 res.status == 404 ? "trellis serve: no such page: " + req.path
+                                   : "trellis serve: refused (" + std::to_string(res.status) + ")");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
 
     s.Get("/static/console.css", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(std::string(detail::stylesheet()), "text/css");
@@ -976,7 +978,7 @@ Console::Console(ag::Store& store, ConsoleOptions options)
     m.users.add(o.user.empty() ? default_user() : o.user, m.start_token);
   }
   m.secret = Users::new_token();
-  m.have_dot = on_path("dot");
+  m.have_dot = trellis::detail::find_program("dot").has_value();
   if (m.tls) {
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     m.server = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());

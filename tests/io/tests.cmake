@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 # The durable-I/O toolkit (src/io, internal): directories, atomic replace, the checksummed line
-# log, the file lock with its holder, UTC time texts. Included from tests/CMakeLists.txt (after
+# log, the file lock with its holder, UTC time texts, the environment (PATH, the user). Included from tests/CMakeLists.txt (after
 # trellis_add_test_executable is defined).
 trellis_add_test_executable(trellis_io_tests LAYERS persist
   ${CMAKE_CURRENT_LIST_DIR}/atomic_file_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/directory_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/environment_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/file_lock_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_writable_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/line_log_test.cpp

@@ -298,6 +298,18 @@ TEST_CASE("console: the API answers with the command's documents, by bearer toke
   res = c.Post("/api/v1/runs/r-2/cancel", bearer, std::string(200 * 1024, ' '), "application/json");
   REQUIRE(res);
   CHECK(res->status == 413);
+  CHECK(json::parse(res->body)["error"]["status"] == 413);  // under /api/v1: the error document
+
+  // No such route: under /api/v1 the error document, elsewhere a line of text.
+  res = c.Get("/api/v1/nothing-here", bearer);
+  REQUIRE(res);
+  CHECK(res->status == 404);
+  CHECK(res->get_header_value("Content-Type") == "application/json");
+  CHECK(json::parse(res->body)["error"]["code"] == "web.not_found");
+  res = c.Get("/nothing-here", bearer);
+  REQUIRE(res);
+  CHECK(res->status == 404);
+  CHECK(res->body.find("no such page: /nothing-here") != std::string::npos);
 }
 
 TEST_CASE("console: cancel asks for confirmation first; a read-only console changes nothing") {

@@ -3,8 +3,10 @@
 # client; what it parses from requests. Included from tests/CMakeLists.txt.
 trellis_add_test_executable(trellis_web_tests LAYERS web agent cli
   ${CMAKE_CURRENT_LIST_DIR}/console_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/forms_test.cpp)
-target_link_libraries(trellis_web_tests PRIVATE httplib::httplib)
+  ${CMAKE_CURRENT_LIST_DIR}/forms_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp)
+# tls_test.cpp makes its certificate with libcrypto; httplib's SSL client calls libssl.
+target_link_libraries(trellis_web_tests PRIVATE httplib::httplib OpenSSL::SSL OpenSSL::Crypto)
 add_test(NAME trellis_web_tests COMMAND trellis_web_tests)
 set_tests_properties(trellis_web_tests PROPERTIES LABELS "web" TIMEOUT 300)
 # forms_test.cpp checks that docs/errors.md documents the layer's codes.

@@ -47,7 +47,7 @@ struct ConsoleOptions {
   /// The users file ("NAME sha256:HEX" lines, users.hpp). Empty: one token is made at start
   /// for `user` (login_url() carries it).
   std::string users_file = {};
-  std::string user = {};  ///< the user of that token (default: $TRELLIS_USER, $USER)
+  std::string user = {};  ///< its user (default: $TRELLIS_USER, $USER, the login; "operator")
   /// A reverse proxy's header naming the signed-in user; honoured from loopback peers only.
   std::string trust_user_header = {};
   std::size_t max_body = 64 * 1024;  ///< the largest request body, in bytes
