@@ -28,6 +28,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -44,6 +45,20 @@ store = os.path.join(work, "runs")
 env = dict(os.environ, TRELLIS_USER="ana")
 server = None
 driver = None
+
+
+def gone(element):
+    """A wait condition: `element`'s page was replaced. Selenium's staleness_of expects a
+    StaleElementReferenceException only; while the next page replaces the document, Chromium
+    may answer with another error for the old node ("Node with given id does not belong to the
+    document"): any error about the element means it is gone."""
+    def check(_driver):
+        try:
+            element.is_enabled()
+            return False
+        except WebDriverException:
+            return True
+    return check
 
 
 def fail(message):
@@ -147,14 +162,14 @@ try:
     form = blocks["run-7"].find_element(By.CSS_SELECTOR, "form.approve")
     form.find_element(By.NAME, "comment").send_keys("looks right")
     form.find_element(By.CSS_SELECTOR, "button").click()
-    wait.until(ec.staleness_of(form))  # the next page is loaded
+    wait.until(gone(form))  # the next page is loaded
     # Reject r-big with a reason.
     block = next(b for b in driver.find_elements(By.CSS_SELECTOR, "div.request")
                  if b.get_attribute("data-run") == "r-big")
     form = block.find_element(By.CSS_SELECTOR, "form.reject")
     form.find_element(By.NAME, "reason").send_keys("refund too large without a receipt")
     form.find_element(By.CSS_SELECTOR, "button").click()
-    wait.until(ec.staleness_of(form))
+    wait.until(gone(form))
     left = [b.get_attribute("data-run") for b in driver.find_elements(By.CSS_SELECTOR, "div.request")]
     if left != ["x-1"]:
         fail(f"after two decisions the inbox shows {left}")
