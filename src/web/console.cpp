@@ -418,6 +418,23 @@ struct Console::Impl {
            "Record…</button></form>";
   }
 
+  /// The confirmation of the change `form` asks of run `run` (works without JavaScript): `what`
+  /// (HTML), then the same form again with confirmed=yes (button `yes`), or No back to the run.
+  void confirm(httplib::Response& res, const Who& w, const std::string& run,
+               const std::string& action, const std::string& title, const std::string& what,
+               const std::string& yes, const Form& form) {
+    std::string body = "<h1>" + escape(title) + "?</h1><p>" + what +
+                       "</p><form method=\"post\" id=\"confirm\" action=\"/runs/" +
+                       escape(url_encode(run)) + "/" + action + "\">";
+    for (const auto& [k, v] : form.fields())
+      if (k != "confirmed")
+        body += "<input type=\"hidden\" name=\"" + escape(k) + "\" value=\"" + escape(v) + "\">";
+    body += "<input type=\"hidden\" name=\"confirmed\" value=\"yes\"><button type=\"submit\">" +
+            escape(yes) + "</button> <a href=\"/runs/" + escape(url_encode(run)) +
+            "\">No</a></form>";
+    html(res, detail::page(frame(title, w), body));
+  }
+
   /// The form that starts a new run from a checkpoint of this one (fork_run), the newest
   /// proposed.
   std::string fork_form(const std::string& run, std::uint64_t newest, const Who& w) {
@@ -787,25 +804,10 @@ struct Console::Impl {
                              const Form& form) {
              const std::string run = req.matches[1];
              const CancelAsk ask = cancel_from_form(form);
-             if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
-               const std::string body =
-                   "<h1>Cancel run " + escape(run) +
-                   "?</h1><p>The run stops between steps and "
-                   "stays resumable.</p><form method=\"post\" id=\"confirm\" action=\"/runs/" +
-                   escape(url_encode(run)) +
-                   "/cancel\"><input type=\"hidden\" name=\"csrf\" "
-                   "value=\"" +
-                   escape(w.csrf) +
-                   "\"><input type=\"hidden\" name=\"reason\" "
-                   "value=\"" +
-                   escape(ask.reason) +
-                   "\"><input type=\"hidden\" "
-                   "name=\"confirmed\" value=\"yes\"><button type=\"submit\">Yes, cancel it"
-                   "</button> <a href=\"/runs/" +
-                   escape(url_encode(run)) + "\">No</a></form>";
-               html(res, detail::page(frame("Cancel " + run, w), body));
-               return;
-             }
+             if (form.value("confirmed") != "yes")
+               return confirm(res, w, run, "cancel", "Cancel run " + run,
+                              "The run stops between steps and stays resumable.", "Yes, cancel it",
+                              form);
              ag::cancel_run(store, run, w.user, ask.reason);
              res.set_redirect("/runs/" + url_encode(run), 303);
            }));
@@ -815,27 +817,15 @@ struct Console::Impl {
                              const Form& form) {
              const std::string run = req.matches[1];
              const ag::Reconciliation r = reconciliation_from_form(form, w.user);
-             if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
-               std::string body = "<h1>Record for run " + escape(run) + "?</h1><p>Effect <code>" +
-                                  escape(r.key) + "</code> " +
+             if (form.value("confirmed") != "yes")
+               return confirm(res, w, run, "reconcile", "Record for run " + run,
+                              "Effect <code>" + escape(r.key) + "</code> " +
                                   (r.happened ? "happened, with result <code>" +
                                                     escape(r.result.dump()) + "</code>"
                                               : std::string("did not happen")) +
                                   ", because: " + escape(r.reason) +
-                                  ". The run reopens; a resume continues from this receipt.</p>"
-                                  "<form method=\"post\" id=\"confirm\" action=\"/runs/" +
-                                  escape(url_encode(run)) + "/reconcile\">";
-               for (const auto& [k, v] : form.fields())
-                 if (k != "confirmed")
-                   body += "<input type=\"hidden\" name=\"" + escape(k) + "\" value=\"" +
-                           escape(v) + "\">";
-               body +=
-                   "<input type=\"hidden\" name=\"confirmed\" value=\"yes\"><button "
-                   "type=\"submit\">Yes, record it</button> <a href=\"/runs/" +
-                   escape(url_encode(run)) + "\">No</a></form>";
-               html(res, detail::page(frame("Reconcile " + run, w), body));
-               return;
-             }
+                                  ". The run reopens; a resume continues from this receipt.",
+                              "Yes, record it", form);
              ag::reconcile_run(store, run, r);
              res.set_redirect("/runs/" + url_encode(run), 303);
            }));
@@ -849,24 +839,14 @@ struct Console::Impl {
                if (!store.checkpoint(run, ask.seq))
                  throw ag::unknown_run("trellis serve: run '" + run + "' has no checkpoint " +
                                        std::to_string(ask.seq));
-               std::string body =
-                   "<h1>Fork run " + escape(run) + "?</h1><p>A new run <code>" + escape(ask.as) +
-                   "</code> starts from checkpoint " + std::to_string(ask.seq) + " of " +
-                   escape(run) + " (its state and next node), recorded as forked by " +
-                   escape(w.user) + (ask.reason.empty() ? "" : ", because: " + escape(ask.reason)) +
-                   ". It runs when a worker or its program picks it up.</p>"
-                   "<form method=\"post\" id=\"confirm\" action=\"/runs/" +
-                   escape(url_encode(run)) + "/fork\">";
-               for (const auto& [k, v] : form.fields())
-                 if (k != "confirmed")
-                   body += "<input type=\"hidden\" name=\"" + escape(k) + "\" value=\"" +
-                           escape(v) + "\">";
-               body +=
-                   "<input type=\"hidden\" name=\"confirmed\" value=\"yes\"><button "
-                   "type=\"submit\">Yes, fork it</button> <a href=\"/runs/" +
-                   escape(url_encode(run)) + "\">No</a></form>";
-               html(res, detail::page(frame("Fork " + run, w), body));
-               return;
+               return confirm(
+                   res, w, run, "fork", "Fork run " + run,
+                   "A new run <code>" + escape(ask.as) + "</code> starts from checkpoint " +
+                       std::to_string(ask.seq) + " of " + escape(run) +
+                       " (its state and next node), recorded as forked by " + escape(w.user) +
+                       (ask.reason.empty() ? "" : ", because: " + escape(ask.reason)) +
+                       ". It runs when a worker or its program picks it up.",
+                   "Yes, fork it", form);
              }
              ag::fork_run(store, run, ask.seq, ask.as, w.user, ask.reason);
              res.set_redirect("/runs/" + url_encode(ask.as), 303);
