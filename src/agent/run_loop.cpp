@@ -793,7 +793,20 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
   if (!cp)
     throw unknown_run("trellis: run '" + from_id + "' has no checkpoint " + std::to_string(seq));
   accept_fingerprint(spec, store, *cp, spec.fingerprint());
-  fork_checkpoint(store, std::move(*cp), new_id, spec.entry, SystemClock::instance());
+  const Checkpoint first =
+      fork_checkpoint(store, std::move(*cp), new_id, spec.entry, SystemClock::instance());
+  spec.events.publish(forked_event(first));  // (logged by fork_checkpoint)
+}
+
+RunEventRecord forked_event(const Checkpoint& first) {
+  return RunEventRecord{
+      std::string(to_string(EventKind::forked)),
+      first.run_id,
+      first.step,
+      first.next_node,
+      first.created_at,
+      0.0,
+      first.forked_from ? nlohmann::json(*first.forked_from) : nlohmann::json::object()};
 }
 
 Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
@@ -843,15 +856,8 @@ Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
   first.receipts.clear();
   seal(first, "");  // a new chain: the source run's links are not the fork's
   store.create(first);
-  const RunEventRecord e{std::string(to_string(EventKind::forked)),
-                         first.run_id,
-                         first.step,
-                         first.next_node,
-                         first.created_at,
-                         0.0,
-                         nlohmann::json(*first.forked_from)};
   try {
-    store.append_event(first.run_id, nlohmann::json(e));
+    store.append_event(first.run_id, nlohmann::json(forked_event(first)));
   } catch (const std::exception&) {  // the log is observability
   }
   return first;

@@ -207,7 +207,8 @@ StepRun step_node(const GraphSpec& spec, StateInterface& typed, const std::strin
   } else {  // what the loop's fail() commits
     c = cp;
     c.wake_at.clear();
-    c.forked_from.reset();  // only in a fork's first checkpoint
+    c.reconciliation.reset();  // only in the checkpoint that reopened the run
+    c.forked_from.reset();     // only in a fork's first checkpoint
     c.status = RunStatus::Failed;
     c.reason = out.reason;
     c.detail = out.detail;

@@ -122,8 +122,6 @@ std::string since_text(const std::string& text) {
   return text;
 }
 
-/// Whether an executable `name` is on PATH.
-
 std::string pretty(const json& v) { return v.dump(2, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
@@ -278,7 +276,8 @@ struct Console::Impl {
   /// /api/v1, a line of text otherwise.
   static void refuse(const httplib::Request& req, httplib::Response& res, int status,
                      const std::string& code, const std::string& message) {
-    if (req.path.rfind("/api/", 0) == 0) return api_error(res, status, code, message);
+    if (req.path == "/api/v1" || req.path.rfind("/api/v1/", 0) == 0)
+      return api_error(res, status, code, message);
     res.status = status;
     res.set_content(message + "\n", "text/plain; charset=utf-8");
   }
@@ -435,14 +434,15 @@ struct Console::Impl {
     html(res, detail::page(frame(title, w), body));
   }
 
-  /// The form that starts a new run from a checkpoint of this one (fork_run), the newest
-  /// proposed.
-  std::string fork_form(const std::string& run, std::uint64_t newest, const Who& w) {
+  /// The form that starts a new run from a checkpoint of this one (fork_run): one of the
+  /// checkpoints retention kept (oldest to newest), the newest proposed.
+  std::string fork_form(const std::string& run, std::uint64_t oldest, std::uint64_t newest,
+                        const Who& w) {
     return "<h2>Fork</h2><form method=\"post\" id=\"fork\" action=\"/runs/" +
            escape(url_encode(run)) + "/fork\"><input type=\"hidden\" name=\"csrf\" value=\"" +
-           escape(w.csrf) +
-           "\"><label>From checkpoint <input name=\"seq\" type=\"number\" min=\"0\" max=\"" +
-           std::to_string(newest) + "\" value=\"" + std::to_string(newest) +
+           escape(w.csrf) + "\"><label>From checkpoint <input name=\"seq\" type=\"number\" min=\"" +
+           std::to_string(oldest) + "\" max=\"" + std::to_string(newest) + "\" value=\"" +
+           std::to_string(newest) +
            "\" required></label> <label>as run <input name=\"as\" value=\"" +
            escape(run + "-fork") +
            "\" required></label> <input name=\"reason\" "
@@ -522,7 +522,8 @@ struct Console::Impl {
     }
     body += "</tbody></table>";
     if (!opt.read_only && !history["checkpoints"].empty())
-      body += fork_form(run, history["checkpoints"].back()["seq"].get<std::uint64_t>(), w);
+      body += fork_form(run, history["checkpoints"].front()["seq"].get<std::uint64_t>(),
+                        history["checkpoints"].back()["seq"].get<std::uint64_t>(), w);
 
     const json effects = cli::effects_document(store, run);
     body +=
@@ -836,9 +837,14 @@ struct Console::Impl {
              const std::string run = req.matches[1];
              const ForkAsk ask = fork_from_form(form);
              if (form.value("confirmed") != "yes") {  // ask first (works without JavaScript)
+               // What the fork would refuse, refused before asking.
                if (!store.checkpoint(run, ask.seq))
                  throw ag::unknown_run("trellis serve: run '" + run + "' has no checkpoint " +
                                        std::to_string(ask.seq));
+               ag::check_run_id(ask.as);
+               if (store.latest(ask.as))
+                 throw ag::graph_error("trellis serve: run '" + ask.as +
+                                       "' already exists; fork into a new id");
                return confirm(
                    res, w, run, "fork", "Fork run " + run,
                    "A new run <code>" + escape(ask.as) + "</code> starts from checkpoint " +

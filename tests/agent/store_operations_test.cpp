@@ -784,6 +784,25 @@ TEST_CASE_TEMPLATE("operations: fork_run copies a checkpoint into a new run with
   CHECK_THROWS_AS(ag::fork_run(h.store(), "run-1", 99, "run-4"), ag::unknown_run);
 }
 
+TEST_CASE_TEMPLATE("operations: a fork's origin stays in its first checkpoint only", S,
+                   TRELLIS_ALL_STORES) {
+  Harness<S> h;
+  JobGraph j;
+  REQUIRE(j.g.run("gated", Job{}, h.store()).interrupted());
+  // Forked at the pause: the operators' commits (a decision, a cancellation) do not carry it.
+  const std::uint64_t pause = h.store().latest("gated")->seq;
+  REQUIRE(ag::fork_run(h.store(), "gated", pause, "decided", "ana", "").forked_from);
+  ag::record_decision(h.store(), "decided", ag::request_id(*h.store().latest("decided")),
+                      ag::Approve{"bo"});
+  REQUIRE(ag::fork_run(h.store(), "gated", pause, "cancelled", "ana", "").forked_from);
+  ag::cancel_run(h.store(), "cancelled", "bo", "no");
+  for (const char* id : {"decided", "cancelled"}) {
+    const auto history = h.store().history(id);
+    REQUIRE(history.size() >= 2);
+    for (const Checkpoint& c : history) CHECK(c.forked_from.has_value() == (c.seq == 0));
+  }
+}
+
 TEST_CASE_TEMPLATE("operations: pending_approvals lists each waiting run with its request", S,
                    TRELLIS_ALL_STORES) {
   Harness<S> h;

@@ -422,6 +422,28 @@ TEST_CASE("console: fork from a checkpoint asks first and records the signed-in 
   // Checkpoint 0 is the run's start: the fork is queued there, and runs as its source did.
   CHECK(status_of(store, "r-1b") == ag::RunStatus::Queued);
   CHECK(o.g.resume("r-1b", store).interrupted());
+  // Into an id that exists: refused before the confirmation is asked.
+  res = c.Post("/runs/r-1/fork", cookie, "csrf=" + csrf + "&seq=0&as=r-1d",
+               "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 409);
+
+  // A read-only console forks nothing, by form or API.
+  Served ro(store, {.read_only = true, .user = "ana"});
+  httplib::Client rc = client(ro);
+  const httplib::Headers ro_cookie{{"Cookie", sign_in(rc, ro.token())}};
+  const std::string ro_page = rc.Get("/runs/r-1", ro_cookie)->body;
+  CHECK(ro_page.find("id=\"fork\"") == std::string::npos);
+  res = rc.Post("/runs/r-1/fork", ro_cookie,
+                "csrf=" + csrf_of(ro_page) + "&seq=0&as=r-1f&confirmed=yes",
+                "application/x-www-form-urlencoded");
+  REQUIRE(res);
+  CHECK(res->status == 403);
+  res = rc.Post("/api/v1/runs/r-1/fork", {{"Authorization", "Bearer " + ro.token()}},
+                R"({"seq": 0, "as": "r-1f"})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 403);
+  CHECK_FALSE(store.latest("r-1f"));
 }
 
 TEST_CASE("console: users file tokens; a proxy's user header only from loopback") {

@@ -148,6 +148,8 @@ void fork_run(const GraphSpec& spec, const std::string& from_id, std::uint64_t s
 /// graph_error when `new_id` exists.
 Checkpoint fork_checkpoint(Store& store, Checkpoint cp, std::string_view new_id,
                            std::string_view entry, Clock& clock, ForkOrigin origin = {});
+/// The `forked` event of a fork whose first checkpoint is `first`.
+RunEventRecord forked_event(const Checkpoint& first);
 /// When a Sleep committed now by `clock` wakes: its `until`, else now + its duration (UTC text).
 std::string wake_time(const Sleep& sleep, const Clock& clock);
 /// Graph::decode_state: the state stored in `cp`, migrated to the spec's schema.
