@@ -8,7 +8,10 @@ trellis_add_test_executable(trellis_web_tests LAYERS web agent cli
 # tls_test.cpp makes its certificate with libcrypto; httplib's SSL client calls libssl.
 target_link_libraries(trellis_web_tests PRIVATE httplib::httplib OpenSSL::SSL OpenSSL::Crypto)
 add_test(NAME trellis_web_tests COMMAND trellis_web_tests)
-set_tests_properties(trellis_web_tests PROPERTIES LABELS "web" TIMEOUT 300)
+# "concurrency": .ci/run's TSan phase runs it too (the server's threads, sessions, stop()).
+# cpp-httplib's library is not instrumented: its threads and locks are seen through TSan's
+# pthread interceptors, what it does inside between them is not checked.
+set_tests_properties(trellis_web_tests PROPERTIES LABELS "web;concurrency" TIMEOUT 300)
 # forms_test.cpp checks that docs/errors.md documents the layer's codes.
 target_compile_definitions(trellis_web_tests PRIVATE TRELLIS_DOCS_DIR="${PROJECT_SOURCE_DIR}/docs")
 
