@@ -123,7 +123,12 @@ struct FilterArgs {
   std::string status, since, node;
   bool given() const { return !status.empty() || !since.empty() || !node.empty(); }
 };
-int runs_ls(Session& s, const FilterArgs& f);
+/// `runs ls`'s page: a graph prefix, the run id it starts after, at most `limit` runs (0: all).
+struct PageArgs {
+  std::string graph, after;
+  std::size_t limit = 0;
+};
+int runs_ls(Session& s, const FilterArgs& f, const PageArgs& page = {});
 int runs_show(Session& s, const std::string& run);
 int runs_history(Session& s, const std::string& run, bool diff);
 int runs_events(Session& s, const std::string& run, bool follow, std::uint64_t after,

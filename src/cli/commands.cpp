@@ -95,7 +95,12 @@ int run_commands(int argc, char** argv, Store* own_store, GraphRunner* graph,
   FilterArgs ls_filter;
   CLI::App* ls = runs->add_subcommand("ls", "list runs: id, status, node, steps, age, request");
   add_filter(ls, ls_filter);
-  ls->callback([&] { action = [&](Session& s) { return runs_ls(s, ls_filter); }; });
+  PageArgs ls_page;
+  ls->add_option("--graph", ls_page.graph, "only runs whose graph fingerprint starts with G");
+  ls->add_option("--after", ls_page.after,
+                 "only runs whose id sorts after RUN (the last of the page before)");
+  ls->add_option("--limit", ls_page.limit, "at most N runs, the first by id (0: all)");
+  ls->callback([&] { action = [&](Session& s) { return runs_ls(s, ls_filter, ls_page); }; });
 
   std::string run_id;
   CLI::App* show = runs->add_subcommand("show", "a run: status, state, the pending request");

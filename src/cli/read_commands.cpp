@@ -41,8 +41,11 @@ std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
 }  // namespace
 
-int runs_ls(Session& s, const FilterArgs& f) {
-  const RunFilter filter = make_filter(f.status, f.since, f.node);
+int runs_ls(Session& s, const FilterArgs& f, const PageArgs& page) {
+  RunFilter filter = make_filter(f.status, f.since, f.node);
+  filter.graph = page.graph;
+  filter.after = page.after;
+  filter.limit = page.limit;
   const std::vector<RunSummary> runs = s.store(Access::read).list_runs(filter);
   if (s.json()) {
     std::cout << runs_document_text(runs) << '\n';

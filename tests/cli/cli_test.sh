@@ -151,6 +151,17 @@ case $mode in
     t badtime 2 runs ls --since yesterday
     err badtime "--since"
     t badstatus 2 runs ls --status Sleeping
+    # Pages: after the last id of the page before, at most --limit; a graph prefix.
+    t lsp1 0 -o json runs ls --limit 2
+    j lsp1 '[r["run_id"] for r in d["runs"]] == ["r-done", "r-exp"]'
+    t lsp2 0 -o json runs ls --limit 2 --after r-exp
+    j lsp2 '[r["run_id"] for r in d["runs"]] == ["r-gate"]'
+    fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["fingerprint"][:6])' "$dir/lsj.out")
+    t lsg 0 -o json runs ls --graph "$fp"
+    j lsg 'len(d["runs"]) == 3'
+    t lsg2 0 -o json runs ls --graph "x$fp"
+    j lsg2 'd["runs"] == []'
+    t badlimit 2 runs ls --limit many
 
     t show 0 -o json runs show r-gate
     j show 'd["kind"] == "run" and d["run"]["status"] == "WaitingApproval" and d["state"]["count"] == 7'
